@@ -1,0 +1,1 @@
+"""Agentic-readiness evals for MCP server SDKs."""

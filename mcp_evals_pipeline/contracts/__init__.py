@@ -1,0 +1,1 @@
+"""Pydantic models for every record the pipeline reads or writes."""

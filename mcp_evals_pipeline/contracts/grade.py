@@ -1,0 +1,65 @@
+"""TrialGrade: what the functional grader says about one workspace (a superset of the seed's record)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+SdkPath = Literal["mcp-use", "official-sdk", "fastmcp", "hand-rolled", "unknown"]
+
+# The ladder, in order. A check belongs to exactly one stage; failureCode is "contract.<stage>" of the first
+# failing check.
+STAGES: tuple[str, ...] = (
+    "install",
+    "typecheck",
+    "imports",
+    "source",
+    "entry",
+    "build",
+    "start",
+    "handshake",
+    "tools",
+    "resources",
+    "calls",
+)
+
+
+class RecordModel(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True)
+
+
+class Check(RecordModel):
+    id: str
+    passed: bool = Field(alias="pass")
+    required: bool = True
+    detail: str | None = None
+    stage: str
+
+
+class TrialGrade(RecordModel):
+    contract_pass: bool
+    checks: list[Check]
+    # "contract.<stage>" of the first failing check, "infra.<what>" when the grader could not judge, None on pass
+    failure_code: str | None
+    sdk_path: SdkPath = "unknown"
+    scored_for_pass_rate: bool = True
+    grader_version: str
+    # Superset fields: what the handshake saw, the SDK that got installed, where the time went, what the server said.
+    sdk_version: str | None = None
+    protocol_version: str | None = None
+    server_name: str | None = None
+    server_version: str | None = None
+    stage_ms: dict[str, float] = Field(default_factory=dict)
+    server_output: str | None = None
+    error: str | None = None  # infra detail (with failure_code "infra.*"), e.g. a grader crash
+
+    @property
+    def valid(self) -> bool:
+        """An infra failure says nothing about the SDK: it leaves every denominator."""
+        return not (self.failure_code or "").startswith("infra.")
+
+    @property
+    def first_failure(self) -> Check | None:
+        return next((c for c in self.checks if c.required and not c.passed), None)

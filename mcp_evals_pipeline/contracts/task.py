@@ -1,0 +1,209 @@
+"""task.json: the machine-checkable contract of a task.
+
+camelCase on disk, like the seed harness; the shapes of the earlier harness's contracts (`entryCandidates`,
+`expectedTools[].requiredProps`, `calls[].expect: {type, value}`, `buildCommand`, `postCallResourceReads`) load
+unchanged. Unknown fields are rejected, so a typo fails loudly instead of silently dropping a check.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+ExpectationType = Literal["contains", "not-contains", "number-equals"]
+
+# Spellings accepted for an expectation type; the dashed form is canonical (the earlier harness's).
+_TYPE_SPELLINGS: dict[str, ExpectationType] = {
+    "contains": "contains",
+    "not-contains": "not-contains",
+    "notContains": "not-contains",
+    "not_contains": "not-contains",
+    "number-equals": "number-equals",
+    "numberEquals": "number-equals",
+    "number_equals": "number-equals",
+}
+
+
+class ContractModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True)
+
+
+class Expectation(ContractModel):
+    """One assertion on the text of a tool result or a resource read."""
+
+    type: ExpectationType
+    value: str | int | float
+    # number-equals only: a dotted path into the structured content (or the JSON text), e.g. "count" or "items.0.id"
+    path: str | None = None
+    # contains / not-contains compare case-insensitively unless the task says otherwise: an agent that writes
+    # "record R-1" where the prompt said "Record R-1" built a working server, and a contract that fails it
+    # measures the marker, not the SDK.
+    case_sensitive: bool = False
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _normalize_type(cls, value: Any) -> Any:
+        if isinstance(value, str) and value in _TYPE_SPELLINGS:
+            return _TYPE_SPELLINGS[value]
+        return value
+
+    @model_validator(mode="after")
+    def _value_matches_type(self) -> Expectation:
+        if self.type == "number-equals":
+            if isinstance(self.value, bool) or not isinstance(self.value, int | float):
+                raise ValueError("number-equals needs a numeric value")
+        else:
+            if not isinstance(self.value, str) or not self.value:
+                raise ValueError(f"{self.type} needs a non-empty string value")
+            if self.path is not None:
+                raise ValueError("path applies to number-equals only")
+        return self
+
+
+def _as_list(value: Any) -> Any:
+    """`expect` may be one expectation (the earlier harness's shape) or a list of them."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [value]
+    return value
+
+
+class ResourceRead(ContractModel):
+    uri: str
+    expect: list[Expectation] = Field(default_factory=list)
+    mime_type: str | None = None
+    # True: the read must fail with a protocol error (e.g. an unknown slug); `expect` then applies to its message.
+    is_error: bool | None = None
+
+    _listify = field_validator("expect", mode="before")(_as_list)
+
+
+class ToolCall(ContractModel):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    # None: not checked; True/False: the result's isError flag must equal it.
+    is_error: bool | None = None
+    expect: list[Expectation] = Field(default_factory=list)
+    # Resource reads on the same session just before / after this call, so state changes can be asserted.
+    reads_before: list[ResourceRead] = Field(default_factory=list)
+    reads_after: list[ResourceRead] = Field(default_factory=list)
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
+
+    _listify = field_validator("expect", mode="before")(_as_list)
+
+
+class ExpectedTool(ContractModel):
+    name: str
+    required_props: list[str] = Field(default_factory=list)
+    view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
+
+
+class ExpectedResource(ContractModel):
+    uri: str
+    name: str | None = None
+    mime_type: str | None = None
+
+
+class ExpectedResourceTemplate(ContractModel):
+    uri_template: str
+    name: str | None = None
+    mime_type: str | None = None
+
+
+class ImportRequirement(ContractModel):
+    source: str
+
+
+class DeterministicReadiness(ContractModel):
+    mode: Literal["source-imports"]
+    imports: list[ImportRequirement] = Field(min_length=1)
+
+
+class TaskContract(ContractModel):
+    id: str | None = None
+    title: str
+    runtime: Literal["python", "node"] | None = None
+    entry_candidates: list[str] = Field(
+        min_length=1, validation_alias=AliasChoices("entryCandidates", "entry", "entry_candidates")
+    )
+    install_command: list[str] | None = Field(
+        default=None, validation_alias=AliasChoices("installCommand", "install", "install_command")
+    )
+    build_command: list[str] | None = Field(
+        default=None, validation_alias=AliasChoices("buildCommand", "build", "build_command")
+    )
+    start_command: list[str] | None = Field(
+        default=None, validation_alias=AliasChoices("startCommand", "start", "start_command")
+    )
+    exact_tool_names: list[str] = Field(default_factory=list)
+    expected_tools: list[ExpectedTool] = Field(default_factory=list)
+    expected_resources: list[ExpectedResource] = Field(
+        default_factory=list, validation_alias=AliasChoices("expectedResources", "resources", "expected_resources")
+    )
+    expected_resource_templates: list[ExpectedResourceTemplate] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("expectedResourceTemplates", "resourceTemplates", "expected_resource_templates"),
+    )
+    resource_reads: list[ResourceRead] = Field(default_factory=list)
+    calls: list[ToolCall] = Field(default_factory=list)
+    post_call_resource_reads: list[ResourceRead] = Field(default_factory=list)
+    required_source_patterns: list[str] = Field(default_factory=list)
+    deterministic_readiness: DeterministicReadiness | None = None
+    agent_env_keys: list[str] = Field(default_factory=list)
+    start_timeout_seconds: float = Field(default=20.0, gt=0, le=300)
+    call_timeout_seconds: float = Field(default=15.0, gt=0, le=300)
+    # Stages of the seed that later grader versions add; declared here so such contracts load and are refused
+    # with a precise message rather than graded without their checks.
+    input_required_calls: list[dict[str, Any]] = Field(default_factory=list)
+    oauth: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskContract:
+        names = [t.name for t in self.expected_tools]
+        if len(set(names)) != len(names):
+            raise ValueError("expectedTools lists a tool name twice")
+        for name in self.exact_tool_names:
+            if name not in names:
+                raise ValueError(f"exactToolNames entry {name!r} is not in expectedTools")
+        for i, call in enumerate(self.calls):
+            if call.tool not in names:
+                raise ValueError(f"calls[{i}].tool {call.tool!r} is not in expectedTools")
+        for pattern in self.required_source_patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"requiredSourcePatterns entry {pattern!r} is not a valid regex: {exc}") from exc
+        if self.deterministic_readiness is not None and (self.expected_tools or self.calls):
+            raise ValueError("a source-imports task keeps expectedTools and calls empty")
+        return self
+
+    @property
+    def effective_runtime(self) -> Literal["python", "node"]:
+        """The declared runtime, else the one the entry files imply (the earlier harness's contracts were node)."""
+        if self.runtime is not None:
+            return self.runtime
+        if all(c.endswith((".ts", ".js", ".mjs", ".cjs", ".mts")) for c in self.entry_candidates):
+            return "node"
+        return "python"
+
+    @property
+    def scored_for_pass_rate(self) -> bool:
+        return self.deterministic_readiness is None
+
+    def unsupported_features(self) -> list[str]:
+        """What this contract asks for that this grader version cannot check yet (grading it would be a lie)."""
+        missing = []
+        if self.effective_runtime != "python":
+            missing.append(f"runtime {self.effective_runtime!r}")
+        if any(t.view_uri for t in self.expected_tools) or any(c.view_uri for c in self.calls):
+            missing.append("views (viewUri)")
+        if self.input_required_calls:
+            missing.append("inputRequiredCalls")
+        if self.oauth is not None:
+            missing.append("oauth")
+        return missing

@@ -1,0 +1,536 @@
+"""The functional grader: one deterministic, unweighted ladder, stopped at the first failure.
+
+install -> typecheck -> [imports] -> [source] -> entry -> [build] -> start -> handshake -> tools -> [resources]
+-> calls. Everything after `start` is a real MCP client speaking Streamable HTTP to the server under test, on one
+session, so calls can assert state. The server and all its children are killed on every path. A failure of the
+grader itself is an infra error (`infra.grader`), never a contract failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError
+from pydantic import ValidationError
+
+from mcp_evals_pipeline import procs
+from mcp_evals_pipeline.contracts.grade import Check, TrialGrade
+from mcp_evals_pipeline.contracts.task import ResourceRead, TaskContract, ToolCall
+from mcp_evals_pipeline.grader.expectations import (
+    clip,
+    describe,
+    expectation_failure,
+    resource_text,
+    tool_result_text,
+)
+from mcp_evals_pipeline.grader.runtimes import Installation, InstallError, Runtime, runtime_for
+from mcp_evals_pipeline.grader.source import detect_sdk_path, missing_source_patterns
+from mcp_evals_pipeline.paths import cache_dir
+from mcp_evals_pipeline.versions import GRADER_VERSION
+
+# How long a server may listen only on some other port before `start` fails (a server may open a helper port
+# first; one that ignores PORT never listens on it).
+FOREIGN_PORT_GRACE_S = 1.5
+BUILD_TIMEOUT_S = 600
+SERVER_OUTPUT_CHARS = 20_000
+
+# What talking to a broken server can raise. These are the server's fault (a contract failure); anything else
+# raised while grading is a bug of ours and becomes infra.grader.
+_SERVER_FAULTS: tuple[type[BaseException], ...] = (
+    MCPError, TimeoutError, OSError, ValidationError, json.JSONDecodeError, RuntimeError, httpx2.HTTPError,
+    anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream,
+)
+
+
+def _drop_termination_noise(record: logging.LogRecord) -> bool:
+    # The server is killed before its session is closed (a hung server must not hang the grader), so the
+    # client's closing DELETE always fails; that warning says nothing.
+    return not record.getMessage().startswith("Session termination failed")
+
+
+logging.getLogger("mcp.client.streamable_http").addFilter(_drop_termination_noise)
+
+
+class StepFailed(Exception):
+    def __init__(self, detail: str):
+        super().__init__(detail)
+        self.detail = detail
+
+
+class InfraFailure(Exception):
+    def __init__(self, code: str, detail: str):
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+@dataclass
+class Step:
+    id: str
+    stage: str
+    run: Callable[[], Awaitable[str | None]]
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _server_fault(exc: BaseException) -> bool:
+    return all(isinstance(leaf, _SERVER_FAULTS) for leaf in _leaves(exc))
+
+
+def _describe_exc(exc: BaseException) -> str:
+    parts = []
+    for leaf in _leaves(exc):
+        if isinstance(leaf, MCPError):
+            parts.append(f"MCPError {leaf.code}: {leaf.message}")
+        elif isinstance(leaf, TimeoutError):
+            parts.append("timed out")
+        else:
+            parts.append(f"{type(leaf).__name__}: {leaf}".strip())
+    return clip("; ".join(dict.fromkeys(parts)), 500)
+
+
+def _normalize_tool_name(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _mime(value: str | None) -> str:
+    return (value or "").replace(" ", "").lower()
+
+
+def _signature(tool: str, args: dict[str, Any]) -> str:
+    return f"{tool}({json.dumps(args, separators=(',', ':'))})"
+
+
+class _Grading:
+    def __init__(self, contract: TaskContract, workspace: Path, runtime: Runtime):
+        self.contract = contract
+        self.workspace = workspace
+        self.runtime = runtime
+        cache_dir().joinpath("scratch").mkdir(parents=True, exist_ok=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix="grade-", dir=cache_dir() / "scratch"))
+        self.installation: Installation | None = None
+        self.entry: Path | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url: str | None = None
+        self.client: Client | None = None
+        self.stack = AsyncExitStack()
+        self.tool_names: dict[str, str] = {}
+        self.read_counts: dict[str, int] = defaultdict(int)
+        self.call_counts: dict[str, int] = defaultdict(int)
+        self.stage_ms: dict[str, float] = defaultdict(float)
+        self.handshake_info: dict[str, str | None] = {}
+
+    # ---- the plan -------------------------------------------------------------------------------------------
+
+    def plan(self) -> list[Step]:
+        c = self.contract
+        steps: list[Step] = []
+        if c.deterministic_readiness is not None:
+            # Open-ended tasks: typecheck + required imports only, reported apart from the headline.
+            return [Step("typecheck", "typecheck", self._typecheck), Step("imports", "imports", self._imports)]
+        steps.append(Step("install", "install", self._install))
+        steps.append(Step("typecheck", "typecheck", self._typecheck))
+        if c.required_source_patterns:
+            steps.append(Step("source", "source", self._source))
+        steps.append(Step("entry", "entry", self._entry))
+        if c.build_command:
+            steps.append(Step("build", "build", self._build))
+        steps.append(Step("start", "start", self._start))
+        steps.append(Step("handshake", "handshake", self._handshake))
+        steps.append(Step("tools", "tools", self._tools))
+        if c.expected_resources or c.expected_resource_templates:
+            steps.append(Step("resources", "resources", self._resources))
+        steps += [self._read_step(r, "resources", "resource-read") for r in c.resource_reads]
+        for call in c.calls:
+            steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_before]
+            steps.append(self._call_step(call))
+            steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_after]
+        steps += [self._read_step(r, "calls", "post-call-resource-read") for r in c.post_call_resource_reads]
+        return steps
+
+    def _read_step(self, read: ResourceRead, stage: str, prefix: str) -> Step:
+        key = f"{prefix}:{read.uri}"
+        self.read_counts[key] += 1
+        return Step(f"{key}:{self.read_counts[key]}", stage, lambda: self._read(read))
+
+    def _call_step(self, call: ToolCall) -> Step:
+        self.call_counts[call.tool] += 1
+        return Step(f"call:{call.tool}:{self.call_counts[call.tool]}", "calls", lambda: self._call(call))
+
+    # ---- running it ------------------------------------------------------------------------------------------
+
+    async def run(self) -> TrialGrade:
+        checks: list[Check] = []
+        failure_code: str | None = None
+        error: str | None = None
+        sdk_path = detect_sdk_path(self.workspace)
+        try:
+            steps = self.plan()
+            for index, step in enumerate(steps):
+                started = time.perf_counter()
+                try:
+                    detail = await step.run()
+                    checks.append(Check(id=step.id, passed=True, detail=detail, stage=step.stage))
+                except StepFailed as failed:
+                    checks.append(Check(id=step.id, passed=False, detail=failed.detail, stage=step.stage))
+                    checks += [
+                        Check(id=s.id, passed=False, detail=f"blocked by {step.stage}", stage=s.stage)
+                        for s in steps[index + 1 :]
+                    ]
+                    failure_code = f"contract.{step.stage}"
+                    break
+                finally:
+                    self.stage_ms[step.stage] += (time.perf_counter() - started) * 1000
+        except InfraFailure as infra:
+            failure_code, error = infra.code, infra.detail
+        except Exception as exc:  # a bug of the grader: the trial is invalid, not failed
+            failure_code = "infra.grader"
+            error = f"grader crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+        finally:
+            server_output = await self._cleanup()
+        return TrialGrade(
+            contract_pass=failure_code is None,
+            checks=checks,
+            failure_code=failure_code,
+            sdk_path=sdk_path,
+            scored_for_pass_rate=self.contract.scored_for_pass_rate,
+            grader_version=GRADER_VERSION,
+            sdk_version=self.installation.sdk_version(sdk_path) if self.installation else None,
+            protocol_version=self.handshake_info.get("protocol_version"),
+            server_name=self.handshake_info.get("server_name"),
+            server_version=self.handshake_info.get("server_version"),
+            stage_ms={k: round(v, 1) for k, v in self.stage_ms.items()},
+            server_output=server_output,
+            error=error,
+        )
+
+    async def _cleanup(self) -> str | None:
+        """Close the session, kill the server tree, collect its output; on every path."""
+        output = None
+        if self.proc is not None:
+            # Kill first: closing the session against a dead server fails fast, against a hung one it could hang.
+            procs.kill_tree(self.proc)
+            output = procs.tail(self.scratch / "server.log", SERVER_OUTPUT_CHARS)
+        with contextlib.suppress(Exception):
+            await self.stack.aclose()
+        if self.installation is not None:
+            self.installation.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        return output
+
+    def _server_status(self) -> str:
+        if self.proc is not None and self.proc.poll() is not None:
+            return f" (server exited with code {self.proc.returncode})"
+        return ""
+
+    async def _talk(self, what: str, op: Callable[[], Awaitable[Any]], timeout: float) -> Any:
+        """Run one exchange with the server; its failures are the server's, with a backstop timeout."""
+        try:
+            with anyio.fail_after(timeout):
+                return await op()
+        except Exception as exc:
+            if not _server_fault(exc):
+                raise
+            raise StepFailed(f"{what} failed: {_describe_exc(exc)}{self._server_status()}") from exc
+
+    # ---- stages ----------------------------------------------------------------------------------------------
+
+    async def _install(self) -> str:
+        try:
+            self.installation = await anyio.to_thread.run_sync(self.runtime.install, self.workspace)
+        except InstallError as exc:
+            if exc.infra:
+                raise InfraFailure("infra.install", exc.detail) from exc
+            raise StepFailed(exc.detail) from exc
+        return self.installation.detail
+
+    async def _typecheck(self) -> str | None:
+        problems = self.runtime.typecheck(self.workspace, self.installation)
+        if problems:
+            raise StepFailed("; ".join(problems[:10]) + (f" (+{len(problems) - 10} more)" if len(problems) > 10 else ""))
+        return f"{len(self.runtime.source_files(self.workspace))} source files"
+
+    async def _imports(self) -> str:
+        assert self.contract.deterministic_readiness is not None
+        modules = self.runtime.imported_modules(self.workspace)
+        wanted = [i.source for i in self.contract.deterministic_readiness.imports]
+        missing = [w for w in wanted if not any(m == w or m.startswith(w + ".") for m in modules)]
+        if missing:
+            raise StepFailed(f"required imports missing: {', '.join(missing)}")
+        return f"imports {', '.join(wanted)}"
+
+    async def _source(self) -> None:
+        missing = missing_source_patterns(self.runtime.source_files(self.workspace),
+                                          self.contract.required_source_patterns)
+        if missing:
+            raise StepFailed(f"no source file matches {', '.join(repr(p) for p in missing)}")
+
+    async def _entry(self) -> str:
+        for candidate in self.contract.entry_candidates:
+            path = self.workspace / candidate
+            if path.is_file():
+                self.entry = path
+                return candidate
+        raise StepFailed(f"no entry file found (tried: {', '.join(self.contract.entry_candidates)})")
+
+    def _env(self, port: int | None = None) -> dict[str, str]:
+        for sub in ("home", "tmp"):
+            (self.scratch / sub).mkdir(exist_ok=True)
+        assert self.installation is not None
+        return procs.sanitized_env(
+            home=self.scratch / "home", tmp=self.scratch / "tmp", path_prefix=self.installation.path_prefix,
+            extra={"PORT": str(port)} if port is not None else None,
+        )
+
+    def _command(self, template: list[str], port: int | None = None) -> list[str]:
+        assert self.entry is not None
+        rel = str(self.entry.relative_to(self.workspace))
+        return [part.replace("{port}", str(port or "")).replace("{entry}", rel) for part in template]
+
+    async def _build(self) -> str:
+        assert self.contract.build_command is not None
+        cmd = self._command(self.contract.build_command)
+
+        def build() -> subprocess.CompletedProcess[str]:
+            return subprocess.run(cmd, cwd=self.workspace, env=self._env(), capture_output=True, text=True,
+                                  timeout=BUILD_TIMEOUT_S, check=False, start_new_session=True)
+
+        try:
+            done = await anyio.to_thread.run_sync(build)
+        except subprocess.TimeoutExpired as exc:
+            raise StepFailed(f"{' '.join(cmd)} timed out after {BUILD_TIMEOUT_S}s") from exc
+        except OSError as exc:
+            raise StepFailed(f"{' '.join(cmd)} could not run: {exc}") from exc
+        if done.returncode != 0:
+            raise StepFailed(f"{' '.join(cmd)} exited {done.returncode}: {clip(done.stdout + done.stderr, 1500)}")
+        return " ".join(cmd)
+
+    async def _start(self) -> str:
+        assert self.installation is not None and self.entry is not None
+        port = procs.free_port()
+        cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
+               else self.runtime.default_start_command(self.installation, self.entry))
+        try:
+            self.proc = procs.spawn(cmd, cwd=self.workspace, env=self._env(port), log_path=self.scratch / "server.log")
+        except OSError as exc:
+            raise StepFailed(f"could not launch {' '.join(cmd)}: {exc}") from exc
+        rel = self.entry.relative_to(self.workspace)
+        timeout = self.contract.start_timeout_seconds
+        started = time.monotonic()
+        foreign_since: float | None = None
+        while True:
+            if self.proc.poll() is not None:
+                output = procs.tail(self.scratch / "server.log", 800).strip()
+                raise StepFailed(f"entry {rel} exited with code {self.proc.returncode} before listening on "
+                                 f"PORT={port}: {clip(output, 800)}")
+            for host, url_host in (("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")):
+                if procs.can_connect(host, port):
+                    self.url = f"http://{url_host}:{port}/mcp"
+                    return f"entry {rel}, port {port} (PORT env respected)"
+            now = time.monotonic()
+            elsewhere = procs.listening_ports(self.proc.pid) - {port}
+            if elsewhere:
+                foreign_since = foreign_since or now
+                if now - foreign_since >= FOREIGN_PORT_GRACE_S:
+                    ports = ", ".join(map(str, sorted(elsewhere)))
+                    raise StepFailed(f"entry {rel} listens on port {ports}, not on PORT={port}")
+            if now - started >= timeout:
+                raise StepFailed(f"entry {rel} did not listen on PORT={port} within {timeout:g}s")
+            await anyio.sleep(0.05)
+
+    async def _handshake(self) -> str:
+        assert self.url is not None
+        timeout = self.contract.call_timeout_seconds
+        # mode="legacy": the initialize handshake (2025-11-25), so the server's info and version are recorded;
+        # cache=None: resource reads must reflect state, never a cached listing.
+        client = Client(self.url, mode="legacy", cache=None, read_timeout_seconds=timeout)
+        # No fail_after here: the client's task group must outlive this step, and a cancel scope opened around its
+        # entry would be exited before it. The session's read timeout bounds the initialize request.
+        try:
+            self.client = await self.stack.enter_async_context(client)
+        except Exception as exc:
+            if not _server_fault(exc):
+                raise
+            raise StepFailed(f"initialize at {self.url} failed: {_describe_exc(exc)}{self._server_status()}") from exc
+        init = client.session.initialize_result
+        info = init.server_info if init else None
+        self.handshake_info = {
+            "protocol_version": client.protocol_version,
+            "server_name": info.name if info else None,
+            "server_version": info.version if info else None,
+        }
+        name = f"{info.name} {info.version}".strip() if info else "unnamed server"
+        return f"protocol {client.protocol_version}, {name}"
+
+    async def _list_all(self, what: str, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        for _ in range(100):  # a server that pages forever is broken, not us
+            page = await self._talk(what, lambda c=cursor: fetch(cursor=c), self.contract.call_timeout_seconds + 5)
+            items += getattr(page, attr)
+            cursor = page.next_cursor
+            if not cursor:
+                return items
+        raise StepFailed(f"{what}: more than 100 pages")
+
+    async def _tools(self) -> str:
+        assert self.client is not None
+        tools: list[types.Tool] = await self._list_all("tools/list", self.client.list_tools, "tools")
+        listed = {t.name: t for t in tools}
+        by_normal: dict[str, list[str]] = defaultdict(list)
+        for name in listed:
+            by_normal[_normalize_tool_name(name)].append(name)
+        problems: list[str] = []
+        notes: list[str] = []
+        for expected in self.contract.expected_tools:
+            actual = expected.name if expected.name in listed else None
+            if actual is None and expected.name not in self.contract.exact_tool_names:
+                loose = by_normal.get(_normalize_tool_name(expected.name), [])
+                if len(loose) == 1:
+                    actual = loose[0]
+                    notes.append(f"{expected.name} matched as {actual}")
+            if actual is None:
+                problems.append(f"missing tool {expected.name!r}")
+                continue
+            self.tool_names[expected.name] = actual
+            schema = listed[actual].input_schema or {}
+            props = schema.get("properties") or {}
+            required = schema.get("required") or []
+            for prop in expected.required_props:
+                if prop not in props:
+                    problems.append(f"{actual}: no input parameter {prop!r} (has: {', '.join(props) or 'none'})")
+                elif prop not in required:
+                    problems.append(f"{actual}: input parameter {prop!r} is not required")
+        if problems:
+            raise StepFailed("; ".join(problems) + f" (listed: {', '.join(sorted(listed)) or 'none'})")
+        return f"{len(listed)} tools" + (f"; {'; '.join(notes)}" if notes else "")
+
+    async def _resources(self) -> str:
+        assert self.client is not None
+        problems: list[str] = []
+        resources: list[types.Resource] = []
+        if self.contract.expected_resources:
+            resources = await self._list_all("resources/list", self.client.list_resources, "resources")
+        by_uri = {str(r.uri): r for r in resources}
+        for expected in self.contract.expected_resources:
+            found = by_uri.get(expected.uri)
+            if found is None:
+                problems.append(f"missing resource {expected.uri!r}")
+                continue
+            if expected.name is not None and found.name != expected.name:
+                problems.append(f"resource {expected.uri!r} name was {found.name!r} (expected {expected.name!r})")
+            if expected.mime_type is not None and _mime(found.mime_type) != _mime(expected.mime_type):
+                problems.append(f"resource {expected.uri!r} MIME type was {found.mime_type!r} "
+                                f"(expected {expected.mime_type!r})")
+        templates: list[types.ResourceTemplate] = []
+        if self.contract.expected_resource_templates:
+            templates = await self._list_all("resources/templates/list", self.client.list_resource_templates,
+                                             "resource_templates")
+        by_template = {t.uri_template: t for t in templates}
+        for expected_t in self.contract.expected_resource_templates:
+            found_t = by_template.get(expected_t.uri_template)
+            if found_t is None:
+                problems.append(f"missing resource template {expected_t.uri_template!r}")
+                continue
+            if expected_t.name is not None and found_t.name != expected_t.name:
+                problems.append(f"template {expected_t.uri_template!r} name was {found_t.name!r} "
+                                f"(expected {expected_t.name!r})")
+            if expected_t.mime_type is not None and _mime(found_t.mime_type) != _mime(expected_t.mime_type):
+                problems.append(f"template {expected_t.uri_template!r} MIME type was {found_t.mime_type!r} "
+                                f"(expected {expected_t.mime_type!r})")
+        if problems:
+            listed = sorted(by_uri) + sorted(by_template)
+            raise StepFailed("; ".join(problems) + f" (listed: {', '.join(listed) or 'none'})")
+        return f"{len(resources)} resources, {len(templates)} templates"
+
+    async def _read(self, read: ResourceRead) -> str | None:
+        assert self.client is not None
+        client = self.client
+        try:
+            with anyio.fail_after(self.contract.call_timeout_seconds + 5):
+                result = await client.read_resource(read.uri)
+        except MCPError as exc:
+            if not read.is_error:
+                raise StepFailed(f"read {read.uri} failed: MCPError {exc.code}: {exc.message}") from exc
+            for exp in read.expect:
+                why = expectation_failure(exp, exc.message)
+                if why:
+                    raise StepFailed(f'read {read.uri} -> error "{clip(exc.message)}" did not match '
+                                     f"{describe(exp)}: {why}") from exc
+            return f"read failed as required: {clip(exc.message, 120)}"
+        except Exception as exc:
+            if not _server_fault(exc):
+                raise
+            raise StepFailed(f"read {read.uri} failed: {_describe_exc(exc)}{self._server_status()}") from exc
+        text = resource_text(result)
+        if read.is_error:
+            raise StepFailed(f'read {read.uri} succeeded but must fail: "{clip(text)}"')
+        if read.mime_type is not None:
+            got = result.contents[0].mime_type if result.contents else None
+            if _mime(got) != _mime(read.mime_type):
+                raise StepFailed(f"read {read.uri} returned MIME type {got!r} (expected {read.mime_type!r})")
+        for exp in read.expect:
+            why = expectation_failure(exp, text)
+            if why:
+                raise StepFailed(f'read {read.uri} -> "{clip(text)}" did not match {describe(exp)}: {why}')
+        return None
+
+    async def _call(self, call: ToolCall) -> str | None:
+        assert self.client is not None
+        client = self.client
+        name = self.tool_names.get(call.tool, call.tool)
+        timeout = call.timeout_seconds or self.contract.call_timeout_seconds
+        sig = _signature(name, call.args)
+        result: types.CallToolResult = await self._talk(
+            sig, lambda: client.call_tool(name, call.args, read_timeout_seconds=timeout), timeout + 5
+        )
+        text = tool_result_text(result)
+        if call.is_error is not None and bool(result.is_error) != call.is_error:
+            want = "an error result (isError true)" if call.is_error else "a normal result (isError false)"
+            raise StepFailed(f'{sig} -> "{clip(text)}" with isError {str(bool(result.is_error)).lower()}; '
+                             f"expected {want}")
+        for exp in call.expect:
+            why = expectation_failure(exp, text, result.structured_content)
+            if why:
+                raise StepFailed(f'{sig} -> "{clip(text)}" did not match {describe(exp)}: {why}')
+        return None
+
+
+async def grade_workspace(contract: TaskContract, workspace: Path) -> TrialGrade:
+    """Grade one workspace against a task contract. Never raises for anything the workspace does."""
+    workspace = workspace.resolve()
+    unsupported = contract.unsupported_features()
+    if unsupported or not workspace.is_dir():
+        why = (f"the task declares {', '.join(unsupported)}, which grader {GRADER_VERSION} cannot check"
+               if unsupported else f"workspace {workspace} is not a directory")
+        return TrialGrade(contract_pass=False, checks=[], failure_code="infra.grader",
+                          sdk_path=detect_sdk_path(workspace) if workspace.is_dir() else "unknown",
+                          scored_for_pass_rate=contract.scored_for_pass_rate, grader_version=GRADER_VERSION,
+                          error=why)
+    return await _Grading(contract, workspace, runtime_for(contract.effective_runtime)).run()
+
+
+def grade_workspace_sync(contract: TaskContract, workspace: Path) -> TrialGrade:
+    return anyio.run(grade_workspace, contract, workspace)

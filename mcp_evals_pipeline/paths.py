@@ -1,0 +1,34 @@
+"""The one place for filesystem locations. Environment variables override the defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env_path(name: str, default: Path) -> Path:
+    value = os.environ.get(name)
+    return Path(value).expanduser().resolve() if value else default
+
+
+def tasks_dir() -> Path:
+    """Where task directories live (`MCP_EVALS_TASKS_DIR`)."""
+    return _env_path("MCP_EVALS_TASKS_DIR", REPO_ROOT / "tasks")
+
+
+def results_dir() -> Path:
+    """Run outputs (`MCP_EVALS_RESULTS_DIR`); the files there are the source of truth."""
+    return _env_path("MCP_EVALS_RESULTS_DIR", REPO_ROOT / "eval_results")
+
+
+def cache_dir() -> Path:
+    """Grader caches: the uv download cache and the per-dependency-set environments (`MCP_EVALS_CACHE_DIR`).
+
+    Kept on the same filesystem as the environments so uv can hardlink instead of copying."""
+    return _env_path("MCP_EVALS_CACHE_DIR", REPO_ROOT / ".cache")
+
+
+def prompt_hash_lock() -> Path:
+    return tasks_dir() / "prompt-hashes.lock.json"

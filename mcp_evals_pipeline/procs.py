@@ -1,0 +1,101 @@
+"""Spawning and reaping untrusted processes: sanitized environments, free ports, whole-tree kills."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import psutil
+
+# Nothing of the harness's environment reaches what it spawns except these, so secrets, the user's shell setup
+# and package-manager script context (npm_*, VIRTUAL_ENV of the harness, NODE_ENV...) never leak in.
+_SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def sanitized_env(
+    *, home: Path, tmp: Path, path_prefix: list[Path] | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    prefix = ":".join(str(p) for p in path_prefix or [])
+    env = {
+        "PATH": f"{prefix}:{_SYSTEM_PATH}" if prefix else _SYSTEM_PATH,
+        "HOME": str(home),
+        "TMPDIR": str(tmp),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "SHELL": "/bin/bash",
+        "PYTHONUNBUFFERED": "1",
+        # The server must not litter the graded workspace with __pycache__ (environments are precompiled).
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    env.update(extra or {})
+    return env
+
+
+def free_port() -> int:
+    """A port the kernel just handed out and released; the server binds it moments later."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def can_connect(host: str, port: int, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def spawn(cmd: list[str], *, cwd: Path, env: Mapping[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start cmd in its own session (so its process group can be killed whole), output to log_path."""
+    log = open(log_path, "wb")  # noqa: SIM115 - the child owns the descriptor; closed below after the fork
+    try:
+        return subprocess.Popen(
+            cmd, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        log.close()
+
+
+def process_tree(pid: int) -> list[psutil.Process]:
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def listening_ports(pid: int) -> set[int]:
+    """TCP ports the process and its descendants listen on."""
+    ports: set[int] = set()
+    for proc in process_tree(pid):
+        with contextlib.suppress(psutil.Error):
+            ports.update(c.laddr.port for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN)
+    return ports
+
+
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process group and every descendant (including any that left the group), then reap."""
+    descendants = process_tree(proc.pid)[1:]
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    for child in descendants:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def tail(path: Path, max_chars: int = 20_000) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return text if len(text) <= max_chars else "[... truncated ...]\n" + text[-max_chars:]

@@ -1,0 +1,1 @@
+"""Task discovery, validation and prompt hashing."""

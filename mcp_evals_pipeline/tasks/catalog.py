@@ -1,0 +1,186 @@
+"""Finding, validating and hashing tasks (`tasks/<id>/`).
+
+A task directory holds `prompt.md`, `task.json`, `golden/`, optional `starter/`, optional `alternates/<name>/`
+(further legitimate solutions that must pass) and `negatives/<name>/` (known-bad solutions, each with a
+`negative.json` declaring the failureCode it must get). One broken task never hides the others: discovery returns
+the tasks that loaded and a precise error for each that did not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mcp_evals_pipeline.contracts.task import ContractModel, TaskContract
+from mcp_evals_pipeline.paths import prompt_hash_lock, tasks_dir
+
+NEGATIVE_DECLARATION = "negative.json"
+
+
+class NegativeDeclaration(ContractModel):
+    failure_code: str
+    why: str
+
+
+class TaskLoadError(Exception):
+    """A task that cannot be used, naming the file and the field."""
+
+    def __init__(self, path: Path, message: str, field_path: str | None = None):
+        self.path = path
+        self.field_path = field_path
+        self.message = message
+        where = f"{path}" + (f": field {field_path!r}" if field_path else "")
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A directory graded by verify-tasks: the golden, an alternate, or a negative."""
+
+    kind: str  # "golden" | "alternate" | "negative"
+    name: str
+    path: Path
+    expected_failure_code: str | None  # None: must pass
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    dir: Path
+    prompt: str
+    contract: TaskContract
+    prompt_hash: str
+    solutions: tuple[Solution, ...] = field(default_factory=tuple)
+
+    @property
+    def starter_dir(self) -> Path | None:
+        starter = self.dir / "starter"
+        return starter if starter.is_dir() else None
+
+    @property
+    def golden(self) -> Solution:
+        return self.solutions[0]
+
+
+def compute_prompt_hash(prompt_bytes: bytes, contract_bytes: bytes) -> str:
+    """Short sha256 over prompt.md + task.json: a changed prompt or contract is a different task."""
+    digest = hashlib.sha256()
+    digest.update(prompt_bytes)
+    digest.update(b"\0")
+    digest.update(contract_bytes)
+    return digest.hexdigest()[:12]
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(root)"
+
+
+def parse_contract(path: Path) -> TaskContract:
+    """Validate one task.json; errors name the file and the first offending field."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TaskLoadError(path, "file is missing") from exc
+    except json.JSONDecodeError as exc:
+        raise TaskLoadError(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    try:
+        return TaskContract.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        others = len(exc.errors()) - 1
+        message = first["msg"] + (f" (and {others} more error{'s' if others > 1 else ''})" if others else "")
+        raise TaskLoadError(path, message, _format_loc(first["loc"])) from exc
+
+
+def _load_solutions(task_dir: Path) -> tuple[Solution, ...]:
+    golden = task_dir / "golden"
+    if not golden.is_dir():
+        raise TaskLoadError(golden, "every task needs a known-good golden/ solution")
+    solutions = [Solution("golden", "golden", golden, None)]
+    alternates = task_dir / "alternates"
+    if alternates.is_dir():
+        solutions += [Solution("alternate", p.name, p, None) for p in sorted(alternates.iterdir()) if p.is_dir()]
+    negatives = task_dir / "negatives"
+    if negatives.is_dir():
+        for neg in sorted(p for p in negatives.iterdir() if p.is_dir()):
+            decl_path = neg / NEGATIVE_DECLARATION
+            try:
+                decl = NegativeDeclaration.model_validate_json(decl_path.read_text(encoding="utf-8"))
+            except FileNotFoundError as exc:
+                raise TaskLoadError(decl_path, "a negative must declare its failureCode") from exc
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise TaskLoadError(decl_path, first["msg"], _format_loc(first["loc"])) from exc
+            if not decl.failure_code.startswith("contract."):
+                raise TaskLoadError(decl_path, "must be a contract.<stage> code", "failureCode")
+            solutions.append(Solution("negative", neg.name, neg, decl.failure_code, decl.why))
+    return tuple(solutions)
+
+
+def load_task(task_dir: Path) -> Task:
+    prompt_path = task_dir / "prompt.md"
+    contract_path = task_dir / "task.json"
+    try:
+        prompt_bytes = prompt_path.read_bytes()
+    except FileNotFoundError as exc:
+        raise TaskLoadError(prompt_path, "file is missing") from exc
+    contract = parse_contract(contract_path)
+    if contract.id is not None and contract.id != task_dir.name:
+        raise TaskLoadError(contract_path, f"id {contract.id!r} differs from the directory name", "id")
+    if "--" in task_dir.name or any(ch in task_dir.name for ch in "|[],"):
+        raise TaskLoadError(task_dir, "task ids may not contain '--', '|', '[', ']' or ','")
+    return Task(
+        id=task_dir.name,
+        dir=task_dir,
+        prompt=prompt_bytes.decode("utf-8"),
+        contract=contract,
+        prompt_hash=compute_prompt_hash(prompt_bytes, contract_path.read_bytes()),
+        solutions=_load_solutions(task_dir),
+    )
+
+
+def discover_tasks(root: Path | None = None) -> tuple[list[Task], list[TaskLoadError]]:
+    """Every task under root, plus one error per directory that failed to load."""
+    root = root or tasks_dir()
+    tasks: list[Task] = []
+    errors: list[TaskLoadError] = []
+    for task_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        try:
+            tasks.append(load_task(task_dir))
+        except TaskLoadError as exc:
+            errors.append(exc)
+    return tasks, errors
+
+
+def get_task(task_id: str, root: Path | None = None) -> Task:
+    root = root or tasks_dir()
+    task_dir = root / task_id
+    if not task_dir.is_dir():
+        known = ", ".join(sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))))
+        raise TaskLoadError(task_dir, f"no such task (known: {known})")
+    return load_task(task_dir)
+
+
+def read_lock(path: Path | None = None) -> dict[str, str]:
+    path = path or prompt_hash_lock()
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def lock_new_tasks(tasks: list[Task], path: Path | None = None) -> tuple[list[str], list[str]]:
+    """Add the hashes of tasks not yet locked. Never rewrites an entry: returns (added, changed-in-place)."""
+    path = path or prompt_hash_lock()
+    lock = read_lock(path)
+    added = [t.id for t in tasks if t.id not in lock]
+    changed = [t.id for t in tasks if t.id in lock and lock[t.id] != t.prompt_hash]
+    for task in tasks:
+        lock.setdefault(task.id, task.prompt_hash)
+    path.write_text(json.dumps(dict(sorted(lock.items())), indent=2) + "\n", encoding="utf-8")
+    return added, changed

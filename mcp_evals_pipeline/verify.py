@@ -1,0 +1,100 @@
+"""verify-tasks: every golden and alternate must pass, every negative must fail at its declared failureCode.
+
+Each solution is copied into a fresh workspace and graded by exactly the grader that trials use. This gates any
+agent spend: a red trial means something only when the task's own solutions grade as declared.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from mcp_evals_pipeline.contracts.grade import TrialGrade
+from mcp_evals_pipeline.grader import grade_workspace
+from mcp_evals_pipeline.paths import cache_dir
+from mcp_evals_pipeline.tasks.catalog import NEGATIVE_DECLARATION, Solution, Task
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    task_id: str
+    solution: Solution
+    grade: TrialGrade
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        if self.solution.expected_failure_code is None:
+            return self.grade.contract_pass
+        return self.grade.failure_code == self.solution.expected_failure_code
+
+    @property
+    def expected(self) -> str:
+        return self.solution.expected_failure_code or "pass"
+
+    @property
+    def got(self) -> str:
+        return "pass" if self.grade.contract_pass else str(self.grade.failure_code)
+
+    @property
+    def why(self) -> str | None:
+        """The first failing check (or the infra error): what a reader needs to see when `ok` is False."""
+        if self.grade.error:
+            return self.grade.error.splitlines()[0]
+        first = self.grade.first_failure
+        return f"{first.id}: {first.detail}" if first else None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "task": self.task_id,
+            "kind": self.solution.kind,
+            "solution": self.solution.name,
+            "expected": self.expected,
+            "got": self.got,
+            "ok": self.ok,
+            "seconds": round(self.seconds, 2),
+            "why": self.why,
+            "grade": self.grade.model_dump(mode="json"),
+        }
+
+
+def fresh_workspace(solution: Path, parent: Path) -> Path:
+    """A copy of a solution as an agent would leave it (without the negative's declaration)."""
+    workspace = Path(tempfile.mkdtemp(prefix="ws-", dir=parent))
+    shutil.copytree(solution, workspace, dirs_exist_ok=True, ignore=shutil.ignore_patterns(NEGATIVE_DECLARATION))
+    return workspace
+
+
+async def verify_tasks(
+    tasks: list[Task], *, workers: int = 3, on_result: Callable[[VerifyResult], None] | None = None
+) -> list[VerifyResult]:
+    """Grade every solution of every task, `workers` at a time; results in task/solution order."""
+    jobs = [(task, solution) for task in tasks for solution in task.solutions]
+    results: list[VerifyResult | None] = [None] * len(jobs)
+    limiter = anyio.CapacityLimiter(max(1, workers))
+    parent = cache_dir() / "verify"
+    parent.mkdir(parents=True, exist_ok=True)
+
+    async def one(index: int, task: Task, solution: Solution) -> None:
+        async with limiter:
+            started = time.perf_counter()
+            workspace = fresh_workspace(solution.path, parent)
+            try:
+                grade = await grade_workspace(task.contract, workspace)
+            finally:
+                shutil.rmtree(workspace, ignore_errors=True)
+            result = VerifyResult(task.id, solution, grade, time.perf_counter() - started)
+            results[index] = result
+            if on_result is not None:
+                on_result(result)
+
+    async with anyio.create_task_group() as group:
+        for index, (task, solution) in enumerate(jobs):
+            group.start_soon(one, index, task, solution)
+    return [r for r in results if r is not None]
