@@ -157,3 +157,7 @@ def lock_tasks() -> None:
     out.print(f"{prompt_hash_lock()}: {len(added)} added")
     if changed or errors:
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -269,7 +269,8 @@ class _Grading:
     async def _typecheck(self) -> str | None:
         problems = self.runtime.typecheck(self.workspace, self.installation)
         if problems:
-            raise StepFailed("; ".join(problems[:10]) + (f" (+{len(problems) - 10} more)" if len(problems) > 10 else ""))
+            more = f" (+{len(problems) - 10} more)" if len(problems) > 10 else ""
+            raise StepFailed("; ".join(problems[:10]) + more)
         return f"{len(self.runtime.source_files(self.workspace))} source files"
 
     async def _imports(self) -> str:
@@ -518,18 +519,27 @@ class _Grading:
         return None
 
 
+def _infra_grade(contract: TaskContract, workspace: Path, error: str) -> TrialGrade:
+    return TrialGrade(
+        contract_pass=False, checks=[], failure_code="infra.grader",
+        sdk_path=detect_sdk_path(workspace) if workspace.is_dir() else "unknown",
+        scored_for_pass_rate=contract.scored_for_pass_rate, grader_version=GRADER_VERSION, error=error,
+    )
+
+
 async def grade_workspace(contract: TaskContract, workspace: Path) -> TrialGrade:
-    """Grade one workspace against a task contract. Never raises for anything the workspace does."""
+    """Grade one workspace against a task contract. Never raises for anything the workspace or the host does."""
     workspace = workspace.resolve()
-    unsupported = contract.unsupported_features()
-    if unsupported or not workspace.is_dir():
-        why = (f"the task declares {', '.join(unsupported)}, which grader {GRADER_VERSION} cannot check"
-               if unsupported else f"workspace {workspace} is not a directory")
-        return TrialGrade(contract_pass=False, checks=[], failure_code="infra.grader",
-                          sdk_path=detect_sdk_path(workspace) if workspace.is_dir() else "unknown",
-                          scored_for_pass_rate=contract.scored_for_pass_rate, grader_version=GRADER_VERSION,
-                          error=why)
-    return await _Grading(contract, workspace, runtime_for(contract.effective_runtime)).run()
+    if not workspace.is_dir():
+        return _infra_grade(contract, workspace, f"workspace {workspace} is not a directory")
+    if unsupported := contract.unsupported_features():
+        return _infra_grade(contract, workspace, f"the task declares {', '.join(unsupported)}, "
+                                                 f"which grader {GRADER_VERSION} cannot check")
+    try:
+        grading = _Grading(contract, workspace, runtime_for(contract.effective_runtime))
+    except Exception as exc:
+        return _infra_grade(contract, workspace, f"grader could not prepare: {type(exc).__name__}: {exc}")
+    return await grading.run()
 
 
 def grade_workspace_sync(contract: TaskContract, workspace: Path) -> TrialGrade:

@@ -1,0 +1,56 @@
+"""Shared helpers. Tests run the real grader: real uv environments, real server processes, a real MCP client."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TASKS = REPO / "tasks"
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content).lstrip("\n"))
+    return root
+
+
+def write_task(root: Path, task_id: str, contract: dict, prompt: str = "A prompt.\n",
+               golden: dict[str, str] | None = None) -> Path:
+    task_dir = root / task_id
+    task_dir.mkdir(parents=True)
+    (task_dir / "prompt.md").write_text(prompt)
+    (task_dir / "task.json").write_text(json.dumps(contract, indent=2))
+    write_tree(task_dir / "golden", golden or {"server.py": "print('hi')\n"})
+    return task_dir
+
+
+MINIMAL_SERVER = '''
+import os
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("fixture")
+
+@mcp.tool()
+def echo(text: str) -> str:
+    return text
+
+if __name__ == "__main__":
+    mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), streamable_http_path="/mcp")
+'''
+
+
+@pytest.fixture
+def minimal_contract() -> dict:
+    return {
+        "title": "fixture",
+        "runtime": "python",
+        "entryCandidates": ["server.py"],
+        "expectedTools": [{"name": "echo", "requiredProps": ["text"]}],
+        "calls": [{"tool": "echo", "args": {"text": "hello"}, "expect": {"type": "contains", "value": "hello"}}],
+    }

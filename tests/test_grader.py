@@ -1,0 +1,213 @@
+"""The grader against real server processes: stage failures, infra paths, cleanup and isolation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from mcp_evals_pipeline.contracts.grade import STAGES
+from mcp_evals_pipeline.contracts.task import TaskContract
+from mcp_evals_pipeline.grader import grade_workspace_sync
+from mcp_evals_pipeline.tasks.catalog import discover_tasks
+
+from .conftest import MINIMAL_SERVER, REPO, write_tree
+
+REQS = {"requirements.txt": "mcp>=2.3,<3\n"}
+
+
+def contract_of(data: dict) -> TaskContract:
+    return TaskContract.model_validate(data)
+
+
+# Stages the checked-in tasks do not exercise get their negative here; together with the tasks' negatives,
+# every stage of the ladder has one (test_every_stage_has_a_negative).
+STAGE_FIXTURES = {
+    "contract.imports": (
+        {"title": "open-ended", "entryCandidates": ["server.py"],
+         "deterministicReadiness": {"mode": "source-imports", "imports": [{"source": "mcp.server.mcpserver"}]}},
+        {"server.py": "from fastmcp import FastMCP\n"},
+    ),
+    "contract.source": (
+        {"title": "provenance", "entryCandidates": ["server.py"], "requiredSourcePatterns": [r"@mcp\.tool\(\s*\)"],
+         "expectedTools": [{"name": "echo"}]},
+        {**REQS, "server.py": "from mcp.server.mcpserver import MCPServer\n"},
+    ),
+    "contract.build": (
+        {"title": "build", "entryCandidates": ["server.py"], "buildCommand": ["python", "-c", "raise SystemExit(3)"],
+         "expectedTools": [{"name": "echo"}]},
+        {**REQS, "server.py": MINIMAL_SERVER},
+    ),
+}
+
+
+@pytest.mark.parametrize("code", sorted(STAGE_FIXTURES))
+def test_stage_negative_fixture(tmp_path: Path, code: str) -> None:
+    contract, files = STAGE_FIXTURES[code]
+    grade = grade_workspace_sync(contract_of(contract), write_tree(tmp_path, files))
+    assert grade.failure_code == code
+    failing = [c for c in grade.checks if not c.passed]
+    assert failing[0].stage == code.removeprefix("contract.")
+    assert all(c.detail == f"blocked by {failing[0].stage}" for c in failing[1:])
+
+
+def test_every_stage_has_a_negative() -> None:
+    tasks, _ = discover_tasks()
+    covered = {s.expected_failure_code for t in tasks for s in t.solutions if s.kind == "negative"}
+    covered |= set(STAGE_FIXTURES)
+    assert {f"contract.{stage}" for stage in STAGES} <= covered
+
+
+def test_source_imports_task_is_graded_on_typecheck_and_imports_only(tmp_path: Path) -> None:
+    contract, _ = STAGE_FIXTURES["contract.imports"]
+    workspace = write_tree(tmp_path, {"server.py": "from mcp.server.mcpserver import MCPServer\n"})
+    grade = grade_workspace_sync(contract_of(contract), workspace)
+    assert grade.contract_pass and not grade.scored_for_pass_rate
+    assert [c.id for c in grade.checks] == ["typecheck", "imports"]
+
+
+def test_passing_build_and_source_patterns(tmp_path: Path, minimal_contract: dict) -> None:
+    contract = {**minimal_contract, "requiredSourcePatterns": [r"@mcp\.tool\(\s*\)"],
+                "buildCommand": ["python", "-c", "open('built.txt', 'w').write('ok')"]}
+    grade = grade_workspace_sync(contract_of(contract), write_tree(tmp_path, {**REQS, "server.py": MINIMAL_SERVER}))
+    assert grade.contract_pass, grade.first_failure
+    assert [c.id for c in grade.checks][:6] == ["install", "typecheck", "source", "entry", "build", "start"]
+    assert (tmp_path / "built.txt").read_text() == "ok"
+
+
+def _live_processes_under(workspace: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cwd", "status"]):
+        cwd = proc.info.get("cwd")
+        if cwd and Path(cwd).is_relative_to(workspace) and proc.info.get("status") != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+SPAWNING_SERVER = '''
+import os, subprocess, sys, time
+from mcp.server.mcpserver import MCPServer
+
+# A grandchild in a session of its own: it leaves the server's process group, and must die all the same.
+child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+open("child.pid", "w").write(str(child.pid))
+print("SERVER-STDERR-MARKER", file=sys.stderr, flush=True)
+if os.path.exists("hang"):
+    time.sleep(300)
+mcp = MCPServer("spawner")
+
+@mcp.tool()
+def echo(text: str) -> str:
+    return "wrong" if os.path.exists("wrong") else text
+
+mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), streamable_http_path="/mcp")
+'''
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("pass", None), ("wrong", "contract.calls"),
+                                                 ("hang", "contract.start")])
+def test_server_tree_is_killed_on_every_path(tmp_path: Path, minimal_contract: dict, mode: str,
+                                             expected: str | None) -> None:
+    files = {**REQS, "server.py": SPAWNING_SERVER}
+    if mode != "pass":
+        files[mode] = ""
+    workspace = write_tree(tmp_path, files)
+    grade = grade_workspace_sync(contract_of({**minimal_contract, "startTimeoutSeconds": 2}), workspace)
+    assert grade.failure_code == expected
+    child = int((workspace / "child.pid").read_text())
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    assert _live_processes_under(workspace) == []
+    assert "SERVER-STDERR-MARKER" in (grade.server_output or "")
+
+
+ENV_SERVER = '''
+import json, os
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("env-dump")
+
+@mcp.tool()
+def echo(text: str) -> str:
+    return json.dumps(dict(os.environ))
+
+mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), streamable_http_path="/mcp")
+'''
+
+
+def test_server_gets_a_sanitized_environment(tmp_path: Path, minimal_contract: dict,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    canary = "canary-5f1e0c2d-never-leaves-the-harness"
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    monkeypatch.setenv("MCP_EVALS_CANARY", canary)
+    contract = {**minimal_contract, "calls": [{"tool": "echo", "args": {"text": "x"}, "expect": [
+        {"type": "not-contains", "value": canary},
+        {"type": "not-contains", "value": "OPENAI_API_KEY"},
+        {"type": "contains", "value": '"PORT"'},
+    ]}]}
+    grade = grade_workspace_sync(contract_of(contract), write_tree(tmp_path, {**REQS, "server.py": ENV_SERVER}))
+    assert grade.contract_pass, grade.first_failure
+
+
+def test_grading_leaves_the_workspace_as_it_found_it(tmp_path: Path, minimal_contract: dict) -> None:
+    workspace = write_tree(tmp_path, {**REQS, "server.py": MINIMAL_SERVER})
+    before = sorted(p.relative_to(workspace) for p in workspace.rglob("*"))
+    grade = grade_workspace_sync(contract_of(minimal_contract), workspace)
+    assert grade.contract_pass
+    assert sorted(p.relative_to(workspace) for p in workspace.rglob("*")) == before
+    assert grade.sdk_path == "official-sdk" and grade.sdk_version and grade.protocol_version == "2025-11-25"
+
+
+LOOSE_SERVER = MINIMAL_SERVER.replace("def echo(", "def Echo_Text(")
+
+
+@pytest.mark.parametrize(("exact", "expected"), [(False, None), (True, "contract.tools")])
+def test_tool_names_match_loosely_unless_exact(tmp_path: Path, minimal_contract: dict, exact: bool,
+                                               expected: str | None) -> None:
+    contract = {**minimal_contract, "expectedTools": [{"name": "echo_text", "requiredProps": ["text"]}],
+                "calls": [{"tool": "echo_text", "args": {"text": "hello"}, "expect": {"type": "contains",
+                                                                                      "value": "hello"}}]}
+    if exact:
+        contract["exactToolNames"] = ["echo_text"]
+    grade = grade_workspace_sync(contract_of(contract), write_tree(tmp_path, {**REQS, "server.py": LOOSE_SERVER}))
+    assert grade.failure_code == expected, grade.first_failure
+
+
+def test_a_grader_that_cannot_run_is_infra_not_a_failure(tmp_path: Path, minimal_contract: dict,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("MCP_EVALS_CACHE_DIR", str(blocker))
+    workspace = write_tree(tmp_path / "ws", {**REQS, "server.py": MINIMAL_SERVER})
+    grade = grade_workspace_sync(contract_of(minimal_contract), workspace)
+    assert grade.failure_code == "infra.grader" and not grade.valid and not grade.contract_pass
+    assert "not-a-directory" in (grade.error or "")
+
+
+def test_contract_this_grader_cannot_check_is_refused_as_infra(tmp_path: Path) -> None:
+    contract = contract_of({"title": "legacy", "entryCandidates": ["src/server.ts"],
+                            "expectedTools": [{"name": "a", "viewUri": "ui://a.html"}]})
+    grade = grade_workspace_sync(contract, write_tree(tmp_path, {"src/server.ts": ""}))
+    assert grade.failure_code == "infra.grader"
+    assert "runtime 'node'" in grade.error and "views" in grade.error
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcp_evals_pipeline.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_cli_grade_prints_the_trial_grade_and_exit_code(tmp_path: Path) -> None:
+    task = REPO / "tasks" / "v2-01-basic-tool-server"
+    passed = _cli("grade", "--task", task.name, "--workspace", str(task / "golden"), "--json")
+    assert passed.returncode == 0, passed.stderr
+    grade = json.loads(passed.stdout)
+    assert grade["contractPass"] is True and grade["failureCode"] is None and grade["graderVersion"]
+    assert {"id", "pass", "required", "detail"} <= set(grade["checks"][0])
+    failed = _cli("grade", "--task", task.name, "--workspace", str(task / "negatives" / "wrong-sum"))
+    assert failed.returncode == 1 and "FAIL contract.calls" in failed.stdout
+    unknown = _cli("grade", "--task", "no-such-task", "--workspace", str(tmp_path))
+    assert unknown.returncode == 2 and "no such task" in unknown.stderr
