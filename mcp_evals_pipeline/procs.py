@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -51,13 +52,23 @@ def can_connect(host: str, port: int, timeout: float = 0.2) -> bool:
         return False
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: if the harness dies hard (SIGKILL, OOM), the kernel kills the child too,
+    since no `finally` of ours will run then."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def spawn(cmd: list[str], *, cwd: Path, env: Mapping[str, str], log_path: Path) -> subprocess.Popen[bytes]:
     """Start cmd in its own session (so its process group can be killed whole), output to log_path."""
     log = open(log_path, "wb")  # noqa: SIM115 - the child owns the descriptor; closed below after the fork
     try:
         return subprocess.Popen(
             cmd, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_die_with_parent,
         )
     finally:
         log.close()

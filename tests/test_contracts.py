@@ -45,7 +45,8 @@ def test_legacy_expectation_spellings_normalize() -> None:
         ({"title": "t", "entryCandidates": ["s.py"], "expectedTools": [{"name": "a"}],
           "calls": [{"tool": "a", "expect": {"type": "equals", "value": "x"}}]}, "calls[0].expect[0].type", "Input"),
         ({"title": "t", "entryCandidates": ["s.py"], "expectedTools": [{"name": "a"}],
-          "calls": [{"tool": "a", "expect": {"type": "number-equals", "value": "two"}}]}, "calls[0].expect[0]", "numeric"),
+          "calls": [{"tool": "a", "expect": {"type": "number-equals", "value": "two"}}]},
+         "calls[0].expect[0]", "numeric"),
     ],
 )
 def test_malformed_contract_names_file_and_field(tmp_path: Path, contract: dict, field: str, message: str) -> None:
@@ -63,7 +64,7 @@ def test_cross_field_rules(tmp_path: Path) -> None:
     path = tmp_path / "task.json"
     path.write_text(json.dumps({"title": "t", "entryCandidates": ["s.py"], "expectedTools": [{"name": "a"}],
                                 "calls": [{"tool": "b"}]}))
-    with pytest.raises(TaskLoadError, match="calls\\[0\\].tool 'b' is not in expectedTools"):
+    with pytest.raises(TaskLoadError, match=r"calls\[0\]\.tool 'b' is not in expectedTools"):
         parse_contract(path)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -211,3 +212,107 @@ def test_cli_grade_prints_the_trial_grade_and_exit_code(tmp_path: Path) -> None:
     assert failed.returncode == 1 and "FAIL contract.calls" in failed.stdout
     unknown = _cli("grade", "--task", "no-such-task", "--workspace", str(tmp_path))
     assert unknown.returncode == 2 and "no such task" in unknown.stderr
+
+
+COUNTER_SERVER = '''
+import os
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("counter")
+state = {"n": 0}
+
+@mcp.tool()
+def bump(by: int) -> int:
+    state["n"] += by
+    return state["n"]
+
+@mcp.resource("counter://value", mime_type="text/plain")
+def value() -> str:
+    return f"value={state['n']}"
+
+@mcp.tool()
+def hang(seconds: float) -> str:
+    import time
+    open("hanging", "w").write(str(os.getpid()))
+    time.sleep(seconds)
+    return "done"
+
+mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), streamable_http_path="/mcp")
+'''
+
+COUNTER_CONTRACT = {
+    "title": "counter", "entryCandidates": ["server.py"],
+    "expectedTools": [{"name": "bump", "requiredProps": ["by"]}, {"name": "hang"}],
+    "expectedResources": [{"uri": "counter://value", "mimeType": "text/plain"}],
+    "calls": [
+        {"tool": "bump", "args": {"by": 2},
+         "readsBefore": [{"uri": "counter://value", "expect": {"type": "contains", "value": "value=0"}}],
+         "readsAfter": [{"uri": "counter://value", "mimeType": "text/plain",
+                         "expect": {"type": "contains", "value": "value=2"}}],
+         "expect": {"type": "number-equals", "value": 2}},
+        {"tool": "bump", "args": {"by": 3}, "expect": {"type": "number-equals", "value": 5}},
+    ],
+    "postCallResourceReads": [{"uri": "counter://value", "expect": {"type": "contains", "value": "value=5"}}],
+}
+
+
+def test_reads_before_and_after_calls_see_state(tmp_path: Path) -> None:
+    grade = grade_workspace_sync(contract_of(COUNTER_CONTRACT), write_tree(tmp_path, {**REQS,
+                                                                                     "server.py": COUNTER_SERVER}))
+    assert grade.contract_pass, grade.first_failure
+    assert [c.id for c in grade.checks][-5:] == [
+        "resource-read:counter://value:1", "call:bump:1", "resource-read:counter://value:2", "call:bump:2",
+        "post-call-resource-read:counter://value:1",
+    ]
+
+
+def test_a_stale_read_fails_at_calls(tmp_path: Path) -> None:
+    contract = json.loads(json.dumps(COUNTER_CONTRACT))
+    contract["calls"][0]["readsAfter"][0]["expect"]["value"] = "value=0"
+    grade = grade_workspace_sync(contract_of(contract), write_tree(tmp_path, {**REQS, "server.py": COUNTER_SERVER}))
+    assert grade.failure_code == "contract.calls"
+    assert grade.first_failure.id == "resource-read:counter://value:2"
+    assert "does not contain 'value=0'" in grade.first_failure.detail
+
+
+def test_a_call_that_times_out_fails_and_the_session_is_torn_down(tmp_path: Path) -> None:
+    contract = {**COUNTER_CONTRACT, "calls": [{"tool": "hang", "args": {"seconds": 60}, "timeoutSeconds": 1}],
+                "postCallResourceReads": []}
+    workspace = write_tree(tmp_path, {**REQS, "server.py": COUNTER_SERVER})
+    grade = grade_workspace_sync(contract_of(contract), workspace)
+    assert grade.failure_code == "contract.calls" and "timed out" in grade.first_failure.detail
+    assert _live_processes_under(workspace) == []
+
+
+GRADE_IN_CHILD = """
+import sys
+import time
+from pathlib import Path
+from mcp_evals_pipeline.contracts.task import TaskContract
+from mcp_evals_pipeline.grader import grade_workspace_sync
+grade_workspace_sync(TaskContract.model_validate_json(Path(sys.argv[1]).read_text()), Path(sys.argv[2]))
+"""
+
+
+def test_server_dies_with_a_grader_that_is_killed_hard(tmp_path: Path) -> None:
+    """No finally runs on SIGKILL: the kernel's parent-death signal takes the server down."""
+    contract = {**COUNTER_CONTRACT, "calls": [{"tool": "hang", "args": {"seconds": 120}, "timeoutSeconds": 100}],
+                "postCallResourceReads": []}
+    (tmp_path / "task.json").write_text(json.dumps(contract))
+    workspace = write_tree(tmp_path / "ws", {**REQS, "server.py": COUNTER_SERVER})
+    grader = subprocess.Popen([sys.executable, "-c", GRADE_IN_CHILD, str(tmp_path / "task.json"), str(workspace)],
+                              cwd=REPO)
+    try:
+        deadline = time.monotonic() + 60
+        while not (workspace / "hanging").exists():
+            assert time.monotonic() < deadline and grader.poll() is None, "the server never reached the call"
+            time.sleep(0.1)
+        server_pid = int((workspace / "hanging").read_text())
+        grader.kill()
+        grader.wait()
+        deadline = time.monotonic() + 5
+        while psutil.pid_exists(server_pid) and psutil.Process(server_pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline, "the server outlived its grader"
+            time.sleep(0.1)
+    finally:
+        grader.kill()
