@@ -12,12 +12,11 @@ from mcp_evals_pipeline.tasks.catalog import TaskLoadError, discover_tasks, load
 
 from .conftest import write_task
 
-LEGACY_TASKS = Path(__file__).resolve().parents[2] / "shared" / "legacy_runs" / "_tasks"
+# Real task.json files of the earlier (TypeScript) harness, copied from shared/legacy_runs/_tasks/.
+LEGACY_TASKS = Path(__file__).resolve().parent / "fixtures" / "legacy_tasks"
 
 
-@pytest.mark.skipif(not LEGACY_TASKS.is_dir(), reason="the shared legacy contracts are not on this machine")
-@pytest.mark.parametrize("path", sorted(LEGACY_TASKS.glob("*/task.json")) if LEGACY_TASKS.is_dir() else [],
-                         ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", sorted(LEGACY_TASKS.glob("*.json")), ids=lambda p: p.stem)
 def test_earlier_harness_contracts_load(path: Path) -> None:
     contract = parse_contract(path)
     assert contract.effective_runtime == "node"  # their entries are .ts files
