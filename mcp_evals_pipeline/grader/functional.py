@@ -119,6 +119,19 @@ def _mime(value: str | None) -> str:
     return (value or "").replace(" ", "").lower()
 
 
+def _listing_problems(kind: str, key: str, expected: Any, listed: dict[str, Any]) -> list[str]:
+    """Is `key` listed, with the expected name and MIME type (each compared only when the contract gives it)?"""
+    found = listed.get(key)
+    if found is None:
+        return [f"missing {kind} {key!r}"]
+    problems = []
+    if expected.name is not None and found.name != expected.name:
+        problems.append(f"{kind} {key!r} name was {found.name!r} (expected {expected.name!r})")
+    if expected.mime_type is not None and _mime(found.mime_type) != _mime(expected.mime_type):
+        problems.append(f"{kind} {key!r} MIME type was {found.mime_type!r} (expected {expected.mime_type!r})")
+    return problems
+
+
 def _signature(tool: str, args: dict[str, Any]) -> str:
     return f"{tool}({json.dumps(args, separators=(',', ':'))})"
 
@@ -430,37 +443,19 @@ class _Grading:
 
     async def _resources(self) -> str:
         assert self.client is not None
-        problems: list[str] = []
+        c = self.contract
         resources: list[types.Resource] = []
-        if self.contract.expected_resources:
-            resources = await self._list_all("resources/list", self.client.list_resources, "resources")
-        by_uri = {str(r.uri): r for r in resources}
-        for expected in self.contract.expected_resources:
-            found = by_uri.get(expected.uri)
-            if found is None:
-                problems.append(f"missing resource {expected.uri!r}")
-                continue
-            if expected.name is not None and found.name != expected.name:
-                problems.append(f"resource {expected.uri!r} name was {found.name!r} (expected {expected.name!r})")
-            if expected.mime_type is not None and _mime(found.mime_type) != _mime(expected.mime_type):
-                problems.append(f"resource {expected.uri!r} MIME type was {found.mime_type!r} "
-                                f"(expected {expected.mime_type!r})")
         templates: list[types.ResourceTemplate] = []
-        if self.contract.expected_resource_templates:
+        if c.expected_resources:
+            resources = await self._list_all("resources/list", self.client.list_resources, "resources")
+        if c.expected_resource_templates:
             templates = await self._list_all("resources/templates/list", self.client.list_resource_templates,
                                              "resource_templates")
+        by_uri = {str(r.uri): r for r in resources}
         by_template = {t.uri_template: t for t in templates}
-        for expected_t in self.contract.expected_resource_templates:
-            found_t = by_template.get(expected_t.uri_template)
-            if found_t is None:
-                problems.append(f"missing resource template {expected_t.uri_template!r}")
-                continue
-            if expected_t.name is not None and found_t.name != expected_t.name:
-                problems.append(f"template {expected_t.uri_template!r} name was {found_t.name!r} "
-                                f"(expected {expected_t.name!r})")
-            if expected_t.mime_type is not None and _mime(found_t.mime_type) != _mime(expected_t.mime_type):
-                problems.append(f"template {expected_t.uri_template!r} MIME type was {found_t.mime_type!r} "
-                                f"(expected {expected_t.mime_type!r})")
+        problems = [p for e in c.expected_resources for p in _listing_problems("resource", e.uri, e, by_uri)]
+        problems += [p for e in c.expected_resource_templates
+                     for p in _listing_problems("resource template", e.uri_template, e, by_template)]
         if problems:
             listed = sorted(by_uri) + sorted(by_template)
             raise StepFailed("; ".join(problems) + f" (listed: {', '.join(listed) or 'none'})")
