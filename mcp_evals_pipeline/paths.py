@@ -32,3 +32,21 @@ def cache_dir() -> Path:
 
 def prompt_hash_lock() -> Path:
     return tasks_dir() / "prompt-hashes.lock.json"
+
+
+def runs_dir() -> Path:
+    return results_dir() / "runs"
+
+
+def synthesis_dir() -> Path:
+    return results_dir() / "synthesis"
+
+
+def database_path() -> Path:
+    """The DuckDB index of the result files (`MCP_EVALS_DB`)."""
+    return _env_path("MCP_EVALS_DB", results_dir() / "evals.duckdb")
+
+
+def dagster_home() -> Path:
+    """A project-local Dagster instance, so CLI runs show in `dagster dev` (`DAGSTER_HOME` wins)."""
+    return _env_path("DAGSTER_HOME", REPO_ROOT / ".dagster_home")

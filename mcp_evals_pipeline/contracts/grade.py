@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 SdkPath = Literal["mcp-use", "official-sdk", "fastmcp", "hand-rolled", "unknown"]
@@ -30,12 +30,30 @@ class RecordModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True)
 
 
+def stage_of_check_id(check_id: str) -> str:
+    """The stage a check belongs to, from its id (records of the earlier harness carry no stage)."""
+    prefix = check_id.split(":", 1)[0]
+    return {
+        "call": "calls",
+        "resource-read": "resources",
+        "post-call-resource-read": "calls",
+        "input-required": "input_required",
+        "view": "views",
+    }.get(prefix, prefix)
+
+
 class Check(RecordModel):
     id: str
     passed: bool = Field(alias="pass")
     required: bool = True
     detail: str | None = None
-    stage: str
+    stage: str = ""
+
+    @model_validator(mode="after")
+    def _derive_stage(self) -> Check:
+        if not self.stage:
+            self.stage = stage_of_check_id(self.id)
+        return self
 
 
 class TrialGrade(RecordModel):
@@ -45,7 +63,7 @@ class TrialGrade(RecordModel):
     failure_code: str | None
     sdk_path: SdkPath = "unknown"
     scored_for_pass_rate: bool = True
-    grader_version: str
+    grader_version: str | None = None  # None only on imported records, whose version is in their run manifest
     # Superset fields: what the handshake saw, the SDK that got installed, where the time went, what the server said.
     sdk_version: str | None = None
     protocol_version: str | None = None

@@ -1,0 +1,82 @@
+"""The agent seam: every runner takes an AgentRequest, works in the sandbox, writes transcript.jsonl and returns
+an AgentResult with its TrialPerf. Runners never grade and never touch the store."""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_evals_pipeline.contracts.records import TrialPerf
+from mcp_evals_pipeline.contracts.transcript import EventType, TranscriptEvent
+from mcp_evals_pipeline.sandbox.base import Sandbox
+
+
+class MissingCredentials(Exception):
+    """A live run needs a key that is not set: raised before any sandbox is prepared, naming the variable."""
+
+
+class TranscriptWriter:
+    """Appends TranscriptEvents to transcript.jsonl as they happen (a crash keeps what came before it)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._seq = 0
+        self._started = time.monotonic()
+
+    def emit(self, type: EventType, **fields: Any) -> TranscriptEvent:
+        self._seq += 1
+        event = TranscriptEvent(seq=self._seq, t_ms=int((time.monotonic() - self._started) * 1000), type=type,
+                                **fields)
+        self._file.write(json.dumps(event.model_dump(mode="json", exclude_none=True)) + "\n")
+        self._file.flush()
+        return event
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass
+class AgentRequest:
+    task_id: str
+    prompt: str
+    sandbox: Sandbox
+    transcript: TranscriptWriter
+    model: str | None
+    reasoning_effort: str | None = None
+    time_budget_s: float = 1200.0
+    max_turns: int = 60
+    trial: int = 1
+    condition: str = "noskill+blank"
+    # Runner-specific settings (e.g. the replay session to play, an endpoint) without widening the interface.
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AgentResult:
+    perf: TrialPerf
+    # Set when the harness, not the agent, failed: "infra.agent" (runner crash, no model turn at all),
+    # "infra.model_api" (the model endpoint failed after bounded retries). The trial is then invalid.
+    infra_reason: str | None = None
+    error: str | None = None
+    # The agent ran out of its own turn or time budget: a valid trial, graded as it stands.
+    budget_exhausted: bool = False
+    model: str | None = None  # what actually answered, when the endpoint says
+
+
+class AgentRunner(ABC):
+    name: str
+
+    @abstractmethod
+    def check_credentials(self, model: str | None) -> None:
+        """Raise MissingCredentials naming the variable when a live run could not start."""
+
+    @abstractmethod
+    def run(self, request: AgentRequest) -> AgentResult:
+        """Work in request.sandbox until done or out of budget. Must not raise for anything the agent or the
+        model does; an unexpected exception is treated by the caller as infra.agent."""

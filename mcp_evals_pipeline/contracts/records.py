@@ -1,0 +1,80 @@
+"""Trial and run records: a superset of the seed harness's run.json, so its files import unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AliasChoices, Field
+
+from mcp_evals_pipeline.contracts.grade import RecordModel, TrialGrade
+
+
+class TrialPerf(RecordModel):
+    """Reported beside correctness, never blended with it. None when unknown."""
+
+    duration_ms: int | None = None
+    turns: int | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tool_calls: int | None = None
+    cost_usd: float | None = None
+
+
+class TrialRecord(RecordModel):
+    """One trial: exactly one grade, pass, fail or invalid (infra)."""
+
+    task: str
+    # The seed calls the condition "variant"; both spellings load, "variant" is written for compatibility.
+    condition: str = Field(validation_alias=AliasChoices("variant", "condition"), serialization_alias="variant")
+    trial: int
+    prompt_hash: str | None = None
+    agent_runner: str
+    agent_model: str | None = None
+    reasoning_effort: str | None = None
+    sdk_version: str | None = None
+    grader_version: str | None = None
+    batch_id: str | None = None
+    batch_date: str | None = None  # YYYY-MM-DD
+    run_id: str | None = None
+    attempt: int = 1
+    sandbox: str | None = None
+    valid: bool
+    invalid_reason: str | None = None
+    error: str | None = None
+    grade: TrialGrade
+    perf: TrialPerf = Field(default_factory=TrialPerf)
+    memo_path: str | None = None
+    transcript_path: str | None = None
+    timestamp: str
+
+    @property
+    def cell(self) -> str:
+        return f"{self.task}--{self.condition}"
+
+    @property
+    def trial_name(self) -> str:
+        """The trial's directory name and partition key: <task>--<condition>--t<N>."""
+        return f"{self.task}--{self.condition}--t{self.trial}"
+
+
+class RunManifest(RecordModel):
+    grader_version: str
+    sandbox: str | None = None
+    task_prompt_hashes: dict[str, str] = Field(default_factory=dict)
+    skill_hash: str | None = None
+    conditions: list[str] | None = None
+    trials_per_cell: int | None = None
+    extra: dict[str, Any] | None = None
+
+
+class RunFile(RecordModel):
+    """eval_results/runs/<runId>/run.json."""
+
+    run_id: str
+    batch_id: str
+    started_at: str
+    agent_runner: str
+    agent_model: str | None = None
+    judge_model: str | None = None
+    manifest: RunManifest
+    trials: list[TrialRecord]

@@ -1,0 +1,170 @@
+"""The DuckDB store: one row per trial attempt, rebuilt from the files whenever needed.
+
+Files under eval_results/ are the source of truth; the database is an index of them for SQL. Writes are short,
+idempotent (delete + insert by trial slot and attempt) and serialized across processes with a file lock, since
+DuckDB admits one writing process at a time. Every access holds the lock only for its own few milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+from filelock import FileLock
+
+from mcp_evals_pipeline.contracts.records import RunFile, TrialRecord
+from mcp_evals_pipeline.paths import database_path
+
+LOCK_TIMEOUT_S = 120
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS trial_attempts (
+    slot VARCHAR NOT NULL,            -- batch_id|task--condition--tN|agent_runner|agent_model
+    attempt INTEGER NOT NULL,
+    is_current BOOLEAN NOT NULL,
+    run_id VARCHAR,
+    batch_id VARCHAR,
+    batch_date DATE,
+    task VARCHAR NOT NULL,
+    condition VARCHAR NOT NULL,
+    trial INTEGER NOT NULL,
+    prompt_hash VARCHAR,
+    agent_runner VARCHAR NOT NULL,
+    agent_model VARCHAR,
+    reasoning_effort VARCHAR,
+    sdk_version VARCHAR,
+    grader_version VARCHAR,
+    sandbox VARCHAR,
+    valid BOOLEAN NOT NULL,
+    invalid_reason VARCHAR,
+    error VARCHAR,
+    contract_pass BOOLEAN NOT NULL,
+    failure_code VARCHAR,
+    failing_check VARCHAR,
+    failing_detail VARCHAR,
+    sdk_path VARCHAR,
+    scored_for_pass_rate BOOLEAN NOT NULL,
+    duration_ms BIGINT,
+    turns INTEGER,
+    tokens_in BIGINT,
+    tokens_out BIGINT,
+    tool_calls INTEGER,
+    cost_usd DOUBLE,
+    memo_path VARCHAR,
+    transcript_path VARCHAR,
+    source VARCHAR NOT NULL,          -- pipeline | import
+    recorded_at TIMESTAMPTZ NOT NULL,
+    grade_json JSON,
+    PRIMARY KEY (slot, attempt)
+);
+CREATE OR REPLACE VIEW trials AS SELECT * EXCLUDE (is_current, grade_json) FROM trial_attempts WHERE is_current;
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    batch_id VARCHAR,
+    started_at VARCHAR,
+    agent_runner VARCHAR,
+    agent_model VARCHAR,
+    judge_model VARCHAR,
+    grader_version VARCHAR,
+    sandbox VARCHAR,
+    skill_hash VARCHAR,
+    source VARCHAR,
+    run_dir VARCHAR
+);
+"""
+
+COLUMNS = (
+    "slot", "attempt", "is_current", "run_id", "batch_id", "batch_date", "task", "condition", "trial",
+    "prompt_hash", "agent_runner", "agent_model", "reasoning_effort", "sdk_version", "grader_version", "sandbox",
+    "valid", "invalid_reason", "error", "contract_pass", "failure_code", "failing_check", "failing_detail",
+    "sdk_path", "scored_for_pass_rate", "duration_ms", "turns", "tokens_in", "tokens_out", "tool_calls", "cost_usd",
+    "memo_path", "transcript_path", "source", "recorded_at", "grade_json",
+)
+
+
+def slot_of(record: TrialRecord) -> str:
+    return f"{record.batch_id}|{record.trial_name}|{record.agent_runner}|{record.agent_model or ''}"
+
+
+def _row(record: TrialRecord, source: str) -> tuple[object, ...]:
+    grade = record.grade
+    first = grade.first_failure
+    valid = record.valid and grade.valid
+    return (
+        slot_of(record), record.attempt, False, record.run_id, record.batch_id, record.batch_date, record.task,
+        record.condition, record.trial, record.prompt_hash, record.agent_runner, record.agent_model,
+        record.reasoning_effort, record.sdk_version, record.grader_version or grade.grader_version, record.sandbox,
+        valid, record.invalid_reason or (None if valid else grade.failure_code), record.error,
+        grade.contract_pass, grade.failure_code, first.id if first else None, first.detail if first else None,
+        grade.sdk_path, grade.scored_for_pass_rate, record.perf.duration_ms, record.perf.turns,
+        record.perf.tokens_in, record.perf.tokens_out, record.perf.tool_calls, record.perf.cost_usd,
+        record.memo_path, record.transcript_path, source, record.timestamp,
+        grade.model_dump_json(exclude={"server_output"}),
+    )
+
+
+class TrialStore:
+    def __init__(self, path: Path | None = None):
+        self.path = Path(path) if path else database_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_S)
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived connection holding the cross-process lock; the schema always exists."""
+        with self._lock:
+            con = duckdb.connect(str(self.path))
+            try:
+                con.execute(SCHEMA)
+                yield con
+            finally:
+                con.close()
+
+    def record_trials(self, records: Iterable[TrialRecord], source: str = "pipeline") -> int:
+        """Insert or replace attempts; the newest attempt of each slot is current. Returns rows written."""
+        rows = [_row(r, source) for r in records]
+        if not rows:
+            return 0
+        placeholders = ", ".join("?" for _ in COLUMNS)
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.executemany("DELETE FROM trial_attempts WHERE slot = ? AND attempt = ?",
+                                [(row[0], row[1]) for row in rows])
+                con.executemany(f"INSERT INTO trial_attempts ({', '.join(COLUMNS)}) VALUES ({placeholders})", rows)
+                slots = sorted({row[0] for row in rows})
+                con.execute(
+                    """UPDATE trial_attempts t SET is_current = (t.attempt = m.latest)
+                       FROM (SELECT slot, max(attempt) AS latest FROM trial_attempts
+                             WHERE slot IN (SELECT unnest(?::VARCHAR[])) GROUP BY slot) m
+                       WHERE t.slot = m.slot""",
+                    [slots],
+                )
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+        return len(rows)
+
+    def record_run(self, run: RunFile, run_dir: Path | None, source: str = "pipeline") -> None:
+        with self.connect() as con:
+            con.execute("DELETE FROM runs WHERE run_id = ?", [run.run_id])
+            con.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run.run_id, run.batch_id, run.started_at, run.agent_runner, run.agent_model, run.judge_model,
+                 run.manifest.grader_version, run.manifest.sandbox, run.manifest.skill_hash, source,
+                 str(run_dir) if run_dir else None],
+            )
+
+    def query(self, sql: str, params: list[object] | None = None) -> list[dict[str, object]]:
+        with self.connect() as con:
+            cursor = con.execute(sql, params or [])
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def grade_of_row(row: dict[str, object]) -> dict[str, object]:
+    return json.loads(str(row["grade_json"])) if row.get("grade_json") else {}
