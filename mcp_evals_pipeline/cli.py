@@ -12,8 +12,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from mcp_evals_pipeline.agents.base import MissingCredentials
+from mcp_evals_pipeline.conditions import BASELINE
 from mcp_evals_pipeline.grader import grade_workspace_sync
-from mcp_evals_pipeline.paths import prompt_hash_lock
+from mcp_evals_pipeline.paths import dagster_home, database_path, prompt_hash_lock, runs_dir
+from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import (
     TaskLoadError,
     discover_tasks,
@@ -22,6 +25,7 @@ from mcp_evals_pipeline.tasks.catalog import (
     parse_contract,
     read_lock,
 )
+from mcp_evals_pipeline.trials import MAX_TRIALS
 from mcp_evals_pipeline.verify import VerifyResult, verify_tasks
 
 # Tables are read in logs and CI output as often as in terminals: never squeeze them below a readable width.
@@ -157,6 +161,187 @@ def lock_tasks() -> None:
     out.print(f"{prompt_hash_lock()}: {len(added)} added")
     if changed or errors:
         sys.exit(1)
+
+
+# ---- the pipeline --------------------------------------------------------------------------------------------
+
+
+def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `grade` must start fast
+    """The project-local Dagster instance (DAGSTER_HOME), so CLI runs show in `dagster dev`."""
+    import dagster as dg
+
+    home = dagster_home()
+    os.environ["DAGSTER_HOME"] = str(home)
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(DAGSTER_YAML)
+    return dg.DagsterInstance.get()
+
+
+DAGSTER_YAML = """\
+# Written by mcp-evals on first use; edit freely.
+telemetry:
+  enabled: false
+concurrency:
+  pools:
+    # Trials (pool "sandbox") running at once; servers bind free ports, so trials can run side by side.
+    default_limit: 2
+"""
+
+
+@main.command("eval")
+@click.option("--agent", default="replay", show_default=True, help="replay | openai | codex | claude")
+@click.option("--condition", "conditions", multiple=True, help="Condition(s), e.g. noskill+blank (repeatable).")
+@click.option("--variant", "variants", multiple=True, hidden=True, help="Deprecated alias of --condition.")
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=1, show_default=True)
+@click.option("--task", "task_ids", multiple=True, help="Only this task (repeatable; default every task).")
+@click.option("--model", help="Override the agent's pinned model.")
+@click.option("--reasoning-effort", help="Override the agent's pinned reasoning effort.")
+@click.option("--skip-judge", is_flag=True, help="Write no judge memos (they never change a number).")
+@click.option("--batch-date", help="Batch date partition (default: the current Mon/Wed/Fri batch).")
+@click.option("--batch-id", help="Group id of the batch (default: the batch date).")
+@click.option("--no-verify", is_flag=True, help="Skip verify-tasks before spending on agents.")
+def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...], trials: int,
+             task_ids: tuple[str, ...], model: str | None, reasoning_effort: str | None, skip_judge: bool,
+             batch_date: str | None, batch_id: str | None, no_verify: bool) -> None:
+    """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard."""
+    from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
+
+    if variants:
+        err.print("[yellow]--variant is deprecated; use --condition[/]")
+    request = BatchRequest(
+        agent=agent, conditions=list(conditions + variants) or [BASELINE], trials=trials, task_ids=list(task_ids),
+        model=model, reasoning_effort=reasoning_effort, skip_judge=skip_judge, batch_date=batch_date,
+        batch_id=batch_id, verify=not no_verify,
+    )
+    try:
+        outcome = run_batch(request, _instance(), echo=err.print)
+    except (ValueError, MissingCredentials, TaskLoadError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+    for path in outcome.reports:
+        out.print(f"scorecard: {path}")
+    if outcome.failed_runs:
+        err.print(f"[red]{outcome.failed_runs} Dagster run(s) failed[/] (see `dagster dev`)")
+        sys.exit(3)
+
+
+@main.command("rebuild-db")
+def rebuild_db() -> None:
+    """Rebuild the DuckDB database from the files under eval_results/runs/."""
+    from mcp_evals_pipeline.runs import rebuild_database
+
+    summary = rebuild_database(runs_dir(), database_path())
+    out.print(f"{database_path()}: {summary.rows} trial rows from {summary.runs} runs")
+    for error in summary.errors:
+        err.print(f"[red]skipped[/] {error}")
+    if summary.errors:
+        sys.exit(1)
+
+
+@main.command("import-runs")
+@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def import_runs_cmd(source: Path) -> None:
+    """Import seed-format run directories (run.json, report.md, memos) of the earlier harness."""
+    from mcp_evals_pipeline.legacy_import import import_runs
+
+    summary = import_runs(source, TrialStore(), runs_dir())
+    out.print(str(summary))
+    if getattr(summary, "errors", None):
+        sys.exit(1)
+
+
+@main.command("report")
+@click.option("--run", "run_id", required=True, help="A run id (ours or imported).")
+@click.option("--write", is_flag=True, help="Also write it to eval_results/runs/<run>/report.md.")
+def report_cmd(run_id: str, write: bool) -> None:
+    """Print the scorecard of any run."""
+    from mcp_evals_pipeline.reporting.scorecard import render_report
+    from mcp_evals_pipeline.sql_models import materialize_models
+
+    store = TrialStore()
+    with store.connect() as con:
+        if not con.execute("SELECT count(*) FROM trials WHERE run_id = ?", [run_id]).fetchone()[0]:
+            err.print(f"[red]error:[/] no trials of run {run_id!r} in {store.path}")
+            sys.exit(2)
+        materialize_models(con)
+        text = render_report(run_id, con)
+    click.echo(text)
+    if write:
+        (runs_dir() / run_id).mkdir(parents=True, exist_ok=True)
+        (runs_dir() / run_id / "report.md").write_text(text)
+
+
+@main.command("trends")
+@click.option("--agent", help="Only this agent runner.")
+@click.option("--condition", help="Only this condition.")
+def trends_cmd(agent: str | None, condition: str | None) -> None:
+    """Pass rate per batch over time; a grader-version boundary is marked, since it breaks comparability."""
+    from mcp_evals_pipeline.sql_models import materialize_models
+
+    with TrialStore().connect() as con:
+        materialize_models(con, names=["stg_trials", "trends"])
+        sql = "SELECT * FROM trends WHERE 1=1"
+        params: list[object] = []
+        if agent:
+            sql, params = sql + " AND agent_runner = ?", [*params, agent]
+        if condition:
+            sql, params = sql + " AND condition = ?", [*params, condition]
+        cursor = con.execute(sql + " ORDER BY agent_runner, agent_model, condition, batch_date", params)
+        names = [d[0] for d in cursor.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    table = Table("batch", "date", "agent/model", "condition", "pass rate", "passed/valid", "invalid", "grader",
+                  title="trends")
+    for r in rows:
+        rate = "-" if r["pass_rate"] is None else f"{float(r['pass_rate']):.0%}"
+        marker = " [yellow]<- grader changed[/]" if r.get("grader_boundary") else ""
+        table.add_row(str(r["batch_id"]), str(r["batch_date"]), f"{r['agent_runner']}/{r['agent_model']}",
+                      str(r["condition"]), rate, f"{r['passed']}/{r['valid_scored']}", str(r["invalid"]),
+                      f"{r['grader_versions']}{marker}")
+    out.print(table)
+
+
+@main.command("synthesize")
+@click.option("--days", type=click.IntRange(1, 366), default=7, show_default=True)
+@click.option("--end-date", help="Last day of the window (default today, UTC).")
+@click.option("--results-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Read <dir>/*/run.json instead of the database (e.g. a copy of the results branch).")
+@click.option("--slack", is_flag=True, help="Post a summary to SLACK_WEBHOOK_URL (an error without it).")
+@click.option("--dry-run", is_flag=True, help="Print the prompt and the computed stats; no model call.")
+def synthesize_cmd(days: int, end_date: str | None, results_dir: Path | None, slack: bool, dry_run: bool) -> None:
+    """Weekly synthesis: code computes the figures, the pinned model drafts struggles and proposed issues."""
+    import datetime as dt
+
+    from mcp_evals_pipeline.synthesis import synthesize
+
+    end = dt.date.fromisoformat(end_date) if end_date else dt.datetime.now(dt.UTC).date()
+    try:
+        result = synthesize(end_date=end, days=days, results_dir=results_dir, dry_run=dry_run, slack=slack)
+    except Exception as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+    if not dry_run:
+        out.print(f"synthesis: {result.path}")
+
+
+@main.command("ratchet-floors")
+def ratchet_floors() -> None:
+    """Raise each agent/model pass-rate floor to the lower Wilson bound of its latest run; never lower one."""
+    from mcp_evals_pipeline.defs.checks import LATEST_PER_SERIES, load_floors
+    from mcp_evals_pipeline.paths import pass_rate_floors_path
+    from mcp_evals_pipeline.sql_models import materialize_models
+
+    floors = load_floors()
+    with TrialStore().connect() as con:
+        materialize_models(con, names=["stg_trials", "pass_rate"])
+        rows = con.execute(LATEST_PER_SERIES).fetchall()
+    for _run, agent, model, _rate, low in rows:
+        series = f"{agent}/{model}"
+        if low is not None and float(low) > floors.get(series, 0.0):
+            out.print(f"{series}: {floors.get(series, 0.0):.3f} -> {float(low):.3f}")
+            floors[series] = round(float(low), 3)
+    pass_rate_floors_path().write_text(json.dumps(dict(sorted(floors.items())), indent=2) + "\n")
 
 
 if __name__ == "__main__":

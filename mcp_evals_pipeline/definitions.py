@@ -1,35 +1,21 @@
-"""Dagster definitions (`workspace.yaml` and `dagster dev` load this module).
-
-For now one asset, the task catalog; the trial partitions, SQL models, scorecard and synthesis build on it.
-"""
+"""Dagster definitions: `workspace.yaml` and `dagster dev` load this module. It only merges the domain modules
+of the Dagster layer (mcp_evals_pipeline/defs/)."""
 
 import dagster as dg
 
-from mcp_evals_pipeline.tasks.catalog import discover_tasks, read_lock
-from mcp_evals_pipeline.versions import GRADER_VERSION
+from mcp_evals_pipeline.defs.assets.reports import batch_scorecard, weekly_synthesis
+from mcp_evals_pipeline.defs.assets.sql_models import sql_models
+from mcp_evals_pipeline.defs.assets.tasks import task_catalog
+from mcp_evals_pipeline.defs.assets.trials import trial
+from mcp_evals_pipeline.defs.checks import pass_rate_above_floor, trial_rows_are_current
+from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
+from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.defs.schedules import baseline_schedule, batch_reports_schedule, synthesis_schedule
 
-
-@dg.asset(
-    group_name="tasks",
-    kinds={"python"},
-    description="Every task under tasks/ with its promptHash; fails if a task does not load or was edited in place.",
+defs = dg.Definitions(
+    assets=[task_catalog, trial, sql_models, batch_scorecard, weekly_synthesis],
+    asset_checks=[trial_rows_are_current, pass_rate_above_floor],
+    jobs=[trials_job, reports_job, synthesis_job],
+    schedules=[baseline_schedule, batch_reports_schedule, synthesis_schedule],
+    resources={"eval_store": EvalStore()},
 )
-def task_catalog(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    tasks, errors = discover_tasks()
-    if errors:
-        raise dg.Failure(description="tasks failed to load", metadata={"errors": "\n".join(map(str, errors))})
-    lock = read_lock()
-    edited = [t.id for t in tasks if t.id in lock and lock[t.id] != t.prompt_hash]
-    if edited:
-        raise dg.Failure(description=f"edited in place (a changed prompt or contract is a new task): {edited}")
-    context.log.info(f"{len(tasks)} tasks")
-    return dg.MaterializeResult(
-        metadata={
-            "task_count": len(tasks),
-            "grader_version": GRADER_VERSION,
-            "prompt_hashes": dg.MetadataValue.json({t.id: t.prompt_hash for t in tasks}),
-        }
-    )
-
-
-defs = dg.Definitions(assets=[task_catalog])

@@ -50,3 +50,18 @@ def database_path() -> Path:
 def dagster_home() -> Path:
     """A project-local Dagster instance, so CLI runs show in `dagster dev` (`DAGSTER_HOME` wins)."""
     return _env_path("DAGSTER_HOME", REPO_ROOT / ".dagster_home")
+
+
+def skill_dir() -> Path:
+    """The skill copied into `skill+*` workspaces (`MCP_EVALS_SKILL_DIR` points to another)."""
+    return _env_path("MCP_EVALS_SKILL_DIR", REPO_ROOT / "skills" / "mcp-python-server")
+
+
+def scaffold_dir(runtime: str) -> Path:
+    """The starter template of `*+scaffold` workspaces, one per runtime."""
+    return REPO_ROOT / "scaffolds" / runtime
+
+
+def pass_rate_floors_path() -> Path:
+    """Per agent/model pass-rate floors (`agent/model` -> fraction); they only ratchet up."""
+    return _env_path("MCP_EVALS_FLOORS", REPO_ROOT / "pass_rate_floors.json")

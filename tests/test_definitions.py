@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from mcp_evals_pipeline.definitions import defs, task_catalog
+from mcp_evals_pipeline.definitions import defs
+from mcp_evals_pipeline.defs.assets.tasks import task_catalog
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 
 

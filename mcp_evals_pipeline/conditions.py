@@ -1,0 +1,68 @@
+"""Conditions (`skill|noskill` + `scaffold|blank`) and the workspace each one starts from."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_evals_pipeline.paths import scaffold_dir, skill_dir
+from mcp_evals_pipeline.tasks.catalog import Task
+
+CONDITIONS = ("noskill+blank", "skill+blank", "noskill+scaffold", "skill+scaffold")
+BASELINE = "noskill+blank"
+
+# Where each agent looks for project skills; agents without a convention get a neutral folder the prompt names.
+SKILL_FOLDERS = {"codex": ".codex/skills", "claude": ".claude/skills"}
+DEFAULT_SKILL_FOLDER = ".agents/skills"
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    skill: bool
+    scaffold: bool
+
+    @classmethod
+    def parse(cls, name: str) -> Condition:
+        if name not in CONDITIONS:
+            raise ValueError(f"unknown condition {name!r} (known: {', '.join(CONDITIONS)})")
+        skill, workspace = name.split("+")
+        return cls(name, skill == "skill", workspace == "scaffold")
+
+
+def tree_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def skill_hash() -> str | None:
+    root = skill_dir()
+    return tree_hash(root) if root.is_dir() else None
+
+
+def prepare_workspace(workspace: Path, task: Task, condition: Condition, agent: str) -> str:
+    """Fill a fresh workspace for the condition and return the prompt the agent gets.
+
+    Order: the scaffold template, then the task's starter/ (task files win), then the skill."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    if condition.scaffold:
+        template = scaffold_dir(task.contract.effective_runtime)
+        if not template.is_dir():
+            raise FileNotFoundError(f"no scaffold template for runtime {task.contract.effective_runtime}: {template}")
+        shutil.copytree(template, workspace, dirs_exist_ok=True)
+    if task.starter_dir is not None:
+        shutil.copytree(task.starter_dir, workspace, dirs_exist_ok=True)
+    prompt = task.prompt
+    if condition.skill:
+        source = skill_dir()
+        if not source.is_dir():
+            raise FileNotFoundError(f"skill directory {source} does not exist (MCP_EVALS_SKILL_DIR)")
+        target = Path(SKILL_FOLDERS.get(agent, DEFAULT_SKILL_FOLDER)) / source.name
+        shutil.copytree(source, workspace / target, dirs_exist_ok=True)
+        prompt += (f"\n\n---\nA skill for this kind of work is in `{target.as_posix()}/` in your workspace: "
+                   "read its SKILL.md before you start.\n")
+    return prompt

@@ -1,0 +1,1 @@
+"""Assets by domain: trials, SQL models, reports."""

@@ -1,0 +1,70 @@
+"""Per-batch scorecards (run.json + report.md) and the weekly synthesis."""
+
+
+import datetime as dt
+
+import dagster as dg
+
+from mcp_evals_pipeline.defs.assets.sql_models import MODELS
+from mcp_evals_pipeline.defs.partitions import batch_date_partitions
+from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.reporting.scorecard import render_report
+from mcp_evals_pipeline.runs import write_run_file
+
+weekly_partitions = dg.WeeklyPartitionsDefinition(start_date="2026-08-03", day_offset=1, timezone="UTC")
+
+
+@dg.asset(
+    partitions_def=batch_date_partitions,
+    deps=[m.name for m in MODELS],
+    group_name="reports",
+    kinds={"markdown", "json"},
+    description="The batch scorecard: run.json (a superset of the seed's) and report.md for every run of the batch.",
+)
+def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) -> dg.MaterializeResult:
+    batch_date = context.partition_key
+    store = eval_store.store()
+    run_ids = [r["run_id"] for r in store.query(
+        "SELECT DISTINCT run_id FROM trials WHERE batch_date = ?::DATE AND source = 'pipeline' ORDER BY run_id",
+        [batch_date])]
+    written = []
+    for run_id in run_ids:
+        run_dir = eval_store.runs() / str(run_id)
+        if not run_dir.is_dir():
+            context.log.warning(f"{run_id}: no run directory at {run_dir}")
+            continue
+        write_run_file(run_dir, store)
+        with store.connect() as con:
+            report = render_report(str(run_id), con)
+        (run_dir / "report.md").write_text(report)
+        written.append(str(run_dir / "report.md"))
+    headline = store.query(
+        "SELECT sum(passed)::INT AS passed, sum(valid_scored)::INT AS valid FROM pass_rate "
+        "WHERE condition = '*' AND batch_date = ?::DATE", [batch_date])[0]
+    return dg.MaterializeResult(metadata={
+        "runs": len(written),
+        "reports": dg.MetadataValue.md("\n".join(f"- `{p}`" for p in written) or "none"),
+        "passed": headline["passed"] or 0,
+        "valid_scored": headline["valid"] or 0,
+    })
+
+
+@dg.asset(
+    partitions_def=weekly_partitions,
+    deps=[m.name for m in MODELS],
+    group_name="reports",
+    kinds={"openai", "markdown"},
+    description=(
+        "Weekly synthesis: code computes every figure over the week's trials and memos; the pinned model writes "
+        "recurring struggles, quoted evidence and proposed issues for human review to "
+        "eval_results/synthesis/<date>.md. Without OPENAI_API_KEY the figures are written and the model part is "
+        "marked skipped."
+    ),
+)
+def weekly_synthesis(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    from mcp_evals_pipeline.synthesis import synthesize  # the openai client loads only when a synthesis runs
+
+    window = context.partition_time_window
+    end_date = (window.end - dt.timedelta(days=1)).date()
+    result = synthesize(end_date=end_date, days=7)
+    return dg.MaterializeResult(metadata=result.metadata())

@@ -1,0 +1,56 @@
+"""The Mon/Wed/Fri baseline, its scorecard, and the Monday synthesis.
+
+Stopped by default: the baseline runs the codex agent and needs OPENAI_API_KEY; turn them on in the UI."""
+
+
+import datetime as dt
+
+import dagster as dg
+
+from mcp_evals_pipeline.conditions import BASELINE
+from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
+from mcp_evals_pipeline.defs.partitions import BATCH_CRON, multi_key
+from mcp_evals_pipeline.tasks.catalog import discover_tasks
+from mcp_evals_pipeline.trials import trial_key
+
+BASELINE_AGENT = "codex"
+BASELINE_TRIALS = 3
+
+
+def baseline_run_requests(batch_date: str) -> list[dg.RunRequest]:
+    """Every task x noskill+blank x 3 trials, agent codex: one run per trial partition."""
+    tasks, _ = discover_tasks()
+    return [
+        dg.RunRequest(
+            run_key=f"baseline-{batch_date}-{trial_key(t.id, BASELINE, n)}",
+            partition_key=multi_key(batch_date, trial_key(t.id, BASELINE, n)),
+            run_config={"ops": {"trial": {"config": {"agent": BASELINE_AGENT, "skip_judge": False}}}},
+            tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": "baseline"},
+        )
+        for t in tasks
+        for n in range(1, BASELINE_TRIALS + 1)
+    ]
+
+
+@dg.schedule(job=trials_job, cron_schedule=BATCH_CRON, execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="Baseline batch: every task x noskill+blank x 3 trials, agent codex.")
+def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+    return baseline_run_requests(context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d"))
+
+
+@dg.schedule(job=reports_job, cron_schedule="0 20 * * 1,3,5", execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="SQL models and the scorecard of the day's batch, after its trials.")
+def batch_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    batch_date = context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
+    return dg.RunRequest(run_key=f"reports-{batch_date}", partition_key=batch_date)
+
+
+@dg.schedule(job=synthesis_job, cron_schedule="0 15 * * 1", execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="Weekly synthesis of the last 7 days (Mondays).")
+def synthesis_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    # The week that just ended: the weekly partition starting last Monday.
+    start = (context.scheduled_execution_time.astimezone(dt.UTC) - dt.timedelta(days=7)).strftime("%Y-%m-%d")
+    return dg.RunRequest(run_key=f"synthesis-{start}", partition_key=start)

@@ -1,0 +1,101 @@
+"""A batch driven from the CLI: Dagster runs in the persistent instance, so they show in the UI like scheduled ones.
+
+One run per trial partition (the same unit a backfill or the baseline schedule launches), then one run for the SQL
+models and the batch scorecard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import dagster as dg
+
+from mcp_evals_pipeline.agents import get_runner
+from mcp_evals_pipeline.conditions import Condition
+from mcp_evals_pipeline.defs.assets.reports import batch_scorecard
+from mcp_evals_pipeline.defs.assets.sql_models import sql_models
+from mcp_evals_pipeline.defs.assets.trials import trial
+from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key
+from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.models import pin_for
+from mcp_evals_pipeline.paths import runs_dir
+from mcp_evals_pipeline.tasks.catalog import discover_tasks, get_task
+from mcp_evals_pipeline.trials import MAX_TRIALS, run_id_for, trial_key
+from mcp_evals_pipeline.verify import verify_tasks
+
+
+@dataclass
+class BatchRequest:
+    agent: str = "replay"
+    conditions: list[str] = field(default_factory=lambda: ["noskill+blank"])
+    trials: int = 1
+    task_ids: list[str] = field(default_factory=list)
+    model: str | None = None
+    reasoning_effort: str | None = None
+    skip_judge: bool = False
+    batch_date: str | None = None
+    batch_id: str | None = None
+    verify: bool = True
+
+
+@dataclass
+class BatchOutcome:
+    batch_date: str
+    run_id: str
+    trial_runs: int
+    failed_runs: int
+    reports: list[Path]
+
+
+def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
+              echo: Callable[[str], None] = print, store: EvalStore | None = None) -> BatchOutcome:
+    """Validate everything first (tasks, conditions, agent, credentials), then spend."""
+    tasks = [get_task(t) for t in request.task_ids] if request.task_ids else discover_tasks()[0]
+    for condition in request.conditions:
+        Condition.parse(condition)
+    if not 1 <= request.trials <= MAX_TRIALS:
+        raise ValueError(f"--trials must be between 1 and {MAX_TRIALS} (MCP_EVALS_MAX_TRIALS)")
+    runner = get_runner(request.agent)
+    model = request.model or pin_for(request.agent).model
+    runner.check_credentials(model)
+    batch_date = request.batch_date or batch_date_partitions.get_last_partition_key()
+    if batch_date is None or not batch_date_partitions.has_partition_key(batch_date):
+        raise ValueError(f"{batch_date!r} is not a batch date (Mon/Wed/Fri from 2026-08-03)")
+    store = store or EvalStore()
+
+    if request.verify:
+        echo(f"verify-tasks: {len(tasks)} task(s) before any agent runs")
+        results = anyio.run(lambda: verify_tasks(tasks, workers=3))
+        bad = [r for r in results if not r.ok]
+        if bad:
+            raise ValueError("verify-tasks failed, no agent was run: " + "; ".join(
+                f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}" for r in bad))
+
+    config = {"agent": request.agent, "model": request.model, "reasoning_effort": request.reasoning_effort,
+              "batch_id": request.batch_id, "skip_judge": request.skip_judge}
+    keys = [trial_key(t.id, c, n) for t in tasks for c in request.conditions for n in range(1, request.trials + 1)]
+    failed = 0
+    for index, key in enumerate(keys, 1):
+        result = dg.materialize(
+            [trial], partition_key=multi_key(batch_date, key), instance=instance,
+            resources={"eval_store": store}, run_config={"ops": {"trial": {"config": config}}},
+            tags={"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}, raise_on_error=False,
+        )
+        if not result.success:
+            failed += 1
+            echo(f"[{index}/{len(keys)}] {key}: Dagster run {result.run_id} failed")
+            continue
+        meta = result.asset_materializations_for_node("trial")[0].metadata
+        detail = f" {meta['failure_code'].value}" if meta["failure_code"].value else ""
+        echo(f"[{index}/{len(keys)}] {key}: {meta['outcome'].value}{detail}")
+
+    reports_run = dg.materialize([sql_models, batch_scorecard], partition_key=batch_date, instance=instance,
+                                 resources={"eval_store": store}, raise_on_error=False)
+    if not reports_run.success:
+        failed += 1
+    run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
+    report = (Path(store.runs_root) if store.runs_root else runs_dir()) / run_id / "report.md"
+    return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [])

@@ -1,0 +1,112 @@
+"""Run directories: run.json from the trial files, and the database rebuilt from the files.
+
+A pipeline run directory holds one trial.json per attempt (`trials/<key>/trial.json`, earlier attempts under
+`trials/<key>/previous/attempt-<n>/`); run.json lists the current attempts. An imported run of the earlier harness
+has only its run.json. Both rebuild the same rows.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_evals_pipeline import models
+from mcp_evals_pipeline.conditions import skill_hash
+from mcp_evals_pipeline.contracts.records import RunFile, RunManifest, TrialRecord
+from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.trials import TRIAL_FILE, read_trial_records
+from mcp_evals_pipeline.versions import GRADER_VERSION
+
+RUN_FILE = "run.json"
+
+
+def current_trials(run_dir: Path) -> list[TrialRecord]:
+    return [TrialRecord.model_validate_json(p.read_text()) for p in sorted(run_dir.glob(f"trials/*/{TRIAL_FILE}"))]
+
+
+def build_run_file(run_dir: Path) -> RunFile:
+    """run.json of a pipeline run: its current trials and a manifest of what they ran against."""
+    trials = current_trials(run_dir)
+    if not trials:
+        raise FileNotFoundError(f"no trials under {run_dir}")
+    first = min(trials, key=lambda t: t.timestamp)
+    versions = sorted({t.grader_version or GRADER_VERSION for t in trials})
+    return RunFile(
+        run_id=run_dir.name,
+        batch_id=first.batch_id or first.batch_date or run_dir.name,
+        started_at=first.timestamp,
+        agent_runner=first.agent_runner,
+        agent_model=first.agent_model,
+        judge_model=models.JUDGE_MODEL,
+        manifest=RunManifest(
+            grader_version=versions[-1],
+            sandbox=first.sandbox,
+            task_prompt_hashes={t.task: t.prompt_hash or "" for t in trials},
+            skill_hash=skill_hash() if any(t.condition.startswith("skill+") for t in trials) else None,
+            conditions=sorted({t.condition for t in trials}),
+            trials_per_cell=max(t.trial for t in trials),
+            extra={"graderVersions": versions} if len(versions) > 1 else None,
+        ),
+        trials=trials,
+    )
+
+
+def write_run_file(run_dir: Path, store: TrialStore | None = None) -> RunFile:
+    run = build_run_file(run_dir)
+    (run_dir / RUN_FILE).write_text(run.model_dump_json(indent=2))
+    if store is not None:
+        store.record_run(run, run_dir)
+    return run
+
+
+def load_run_file(path: Path) -> RunFile:
+    """A run.json of ours or of the earlier harness, with the per-trial fields the older format kept per run."""
+    run = RunFile.model_validate_json(path.read_text())
+    for t in run.trials:
+        t.run_id = t.run_id or run.run_id
+        t.batch_id = t.batch_id or run.batch_id
+        t.batch_date = t.batch_date or run.started_at[:10]
+        t.grader_version = t.grader_version or run.manifest.grader_version
+    return run
+
+
+@dataclass
+class RebuildSummary:
+    runs: int
+    rows: int
+    errors: list[str]
+
+
+def rebuild_database(runs_root: Path, database: Path) -> RebuildSummary:
+    """Rebuild the DuckDB index from the files into a new file, then swap it in (a crash leaves the old one)."""
+    database.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".rebuild-", suffix=".duckdb", dir=database.parent)
+    os.close(fd)
+    os.unlink(tmp_name)  # duckdb creates the file itself
+    fresh = TrialStore(Path(tmp_name))
+    runs = rows = 0
+    errors: list[str] = []
+    for run_dir in sorted(p for p in runs_root.iterdir() if p.is_dir()) if runs_root.is_dir() else []:
+        try:
+            records = read_trial_records(run_dir)
+            source = "pipeline"
+            run: RunFile | None = None
+            if (run_dir / RUN_FILE).exists():
+                run = load_run_file(run_dir / RUN_FILE)
+            if not records and run is not None:
+                records, source = run.trials, "import"
+            if not records:
+                continue
+            rows += fresh.record_trials(records, source=source)
+            if run is not None:
+                fresh.record_run(run, run_dir, source=source)
+            runs += 1
+        except Exception as exc:  # one bad directory never hides the others
+            errors.append(f"{run_dir}: {type(exc).__name__}: {exc}")
+    lock = TrialStore(database)._lock  # the same lock every writer takes
+    with lock:
+        os.replace(tmp_name, database)
+    Path(tmp_name + ".lock").unlink(missing_ok=True)
+    return RebuildSummary(runs, rows, errors)

@@ -1,0 +1,203 @@
+"""One trial, end to end, outside Dagster: fresh sandbox -> agent -> transcript + TrialPerf -> grader ->
+trial files -> row in DuckDB -> judge memo.
+
+Every path ends in exactly one TrialRecord on disk and in the database: a crashed sandbox, agent or grader gives
+a `valid: false` row with an `infra.*` reason, never a lost trial. Re-running a trial archives the previous
+attempt's files under `previous/attempt-<n>/` and adds a new attempt; the newest is current.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_evals_pipeline import models
+from mcp_evals_pipeline.agents import get_runner
+from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, TranscriptWriter
+from mcp_evals_pipeline.conditions import Condition, prepare_workspace
+from mcp_evals_pipeline.contracts.grade import TrialGrade
+from mcp_evals_pipeline.contracts.records import TrialPerf, TrialRecord
+from mcp_evals_pipeline.grader import grade_workspace_sync
+from mcp_evals_pipeline.grader.source import detect_sdk_path
+from mcp_evals_pipeline.paths import runs_dir
+from mcp_evals_pipeline.sandbox import open_sandbox
+from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.tasks.catalog import get_task
+from mcp_evals_pipeline.versions import GRADER_VERSION
+
+TRIAL_FILE = "trial.json"
+# Trial partition keys exist for t1..tMAX of every task x condition (more trials per cell need a larger MAX).
+MAX_TRIALS = int(os.environ.get("MCP_EVALS_MAX_TRIALS", "5"))
+
+
+def trial_key(task_id: str, condition: str, trial: int) -> str:
+    return f"{task_id}--{condition}--t{trial}"
+
+
+def parse_trial_key(key: str) -> tuple[str, str, int]:
+    """`<task>--<condition>--t<N>` (task ids never contain `--`)."""
+    parts = key.split("--")
+    if len(parts) != 3 or not parts[2].startswith("t") or not parts[2][1:].isdigit():
+        raise ValueError(f"not a trial key: {key!r} (expected <task>--<condition>--t<N>)")
+    return parts[0], parts[1], int(parts[2][1:])
+
+
+def run_id_for(batch_id: str, agent: str, model: str | None) -> str:
+    """One run directory per batch x agent x model: what ran leads the name, like the seed's run ids."""
+    return f"{batch_id}--{agent}--{(model or 'default').replace('/', '_')}"
+
+
+@dataclass
+class TrialSpec:
+    task_id: str
+    condition: str
+    trial: int
+    batch_date: str  # YYYY-MM-DD
+    agent: str
+    model: str | None = None  # None: the pinned model of the agent
+    reasoning_effort: str | None = None
+    batch_id: str | None = None  # default: the batch date
+    skip_judge: bool = True
+    time_budget_s: float = 1200.0
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return trial_key(self.task_id, self.condition, self.trial)
+
+    def resolved(self) -> TrialSpec:
+        pin = models.pin_for(self.agent)
+        return TrialSpec(**{**self.__dict__, "model": self.model or pin.model,
+                            "reasoning_effort": self.reasoning_effort or pin.reasoning_effort,
+                            "batch_id": self.batch_id or self.batch_date})
+
+
+def _archive_previous(trial_dir: Path) -> int:
+    """Move the current attempt's files aside; returns the number of the attempt about to run."""
+    previous = trial_dir / "previous"
+    done = sorted(int(p.name.split("-")[1]) for p in previous.glob("attempt-*")) if previous.is_dir() else []
+    if not (trial_dir / TRIAL_FILE).exists():
+        if trial_dir.exists():  # an attempt that died before writing its record: nothing worth keeping
+            for child in trial_dir.iterdir():
+                if child.name != "previous":
+                    shutil.rmtree(child) if child.is_dir() else child.unlink()
+        return (done[-1] + 1) if done else 1
+    current = json.loads((trial_dir / TRIAL_FILE).read_text()).get("attempt", 1)
+    target = previous / f"attempt-{current}"
+    target.mkdir(parents=True, exist_ok=True)
+    for child in list(trial_dir.iterdir()):
+        if child.name != "previous":
+            shutil.move(str(child), target / child.name)
+    return max([current, *done]) + 1
+
+
+def _infra_grade(code: str, error: str, workspace: Path, scored: bool) -> TrialGrade:
+    return TrialGrade(contract_pass=False, checks=[], failure_code=code,
+                      sdk_path=detect_sdk_path(workspace) if workspace.is_dir() else "unknown",
+                      scored_for_pass_rate=scored, grader_version=GRADER_VERSION, error=error)
+
+
+def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root: Path | None = None) -> TrialRecord:
+    """Run one trial and persist it. Raises only for a bad request (unknown task/agent, missing credentials),
+    before anything is prepared; everything after that ends in a record."""
+    spec = spec.resolved()
+    store = store or TrialStore()
+    task = get_task(spec.task_id)
+    condition = Condition.parse(spec.condition)
+    runner = get_runner(spec.agent)
+    runner.check_credentials(spec.model)  # fail fast, naming the variable, before any sandbox exists
+
+    run_id = run_id_for(spec.batch_id or spec.batch_date, spec.agent, spec.model)
+    run_dir = (results_root or runs_dir()) / run_id
+    trial_dir = run_dir / "trials" / spec.key
+    attempt = _archive_previous(trial_dir)
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    workspace = trial_dir / "workspace"
+    transcript_path = trial_dir / "transcript.jsonl"
+    started = time.monotonic()
+    timestamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    result: AgentResult | None = None
+    grade: TrialGrade
+    error: str | None = None
+    sandbox_name: str | None = None
+    scored = task.contract.scored_for_pass_rate
+    try:
+        prompt = prepare_workspace(workspace, task, condition, spec.agent)
+        sandbox = open_sandbox(workspace)
+    except Exception as exc:
+        error = f"sandbox preparation failed: {type(exc).__name__}: {exc}"
+        grade = _infra_grade("infra.sandbox", error, workspace, scored)
+    else:
+        sandbox_name = sandbox.backend
+        transcript = TranscriptWriter(transcript_path)
+        try:
+            request = AgentRequest(task_id=task.id, prompt=prompt, sandbox=sandbox, transcript=transcript,
+                                   model=spec.model, reasoning_effort=spec.reasoning_effort,
+                                   time_budget_s=spec.time_budget_s, trial=spec.trial, condition=spec.condition,
+                                   options=dict(spec.options))
+            result = runner.run(request)
+        except Exception as exc:  # the harness, not the agent: the trial is invalid
+            error = f"agent runner crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
+            transcript.emit("error", text=error)
+            result = None
+        finally:
+            transcript.close()
+            sandbox.close()
+        if result is None:
+            grade = _infra_grade("infra.agent", error or "agent runner crashed", workspace, scored)
+        elif result.infra_reason:
+            error = result.error
+            grade = _infra_grade(result.infra_reason, result.error or result.infra_reason, workspace, scored)
+        else:
+            error = result.error
+            grade = grade_workspace_sync(task.contract, workspace)
+            if not grade.valid:
+                error = grade.error
+
+    perf = result.perf if result is not None else TrialPerf()
+    if perf.duration_ms is None and result is not None:
+        perf = perf.model_copy(update={"duration_ms": int((time.monotonic() - started) * 1000)})
+    if grade.server_output:
+        (trial_dir / "server.log").write_text(grade.server_output)
+    record = TrialRecord(
+        task=task.id, condition=spec.condition, trial=spec.trial, prompt_hash=task.prompt_hash,
+        agent_runner=spec.agent, agent_model=(result.model if result and result.model else spec.model),
+        reasoning_effort=spec.reasoning_effort, sdk_version=grade.sdk_version, grader_version=GRADER_VERSION,
+        batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id, attempt=attempt, sandbox=sandbox_name,
+        valid=grade.valid, invalid_reason=None if grade.valid else grade.failure_code, error=error,
+        grade=grade.model_copy(update={"server_output": None}), perf=perf,
+        transcript_path=f"trials/{spec.key}/transcript.jsonl" if transcript_path.exists() else None,
+        memo_path=f"trials/{spec.key}/memo.md", timestamp=timestamp,
+    )
+    _write_memo(record, trial_dir, skip=spec.skip_judge)
+    (trial_dir / TRIAL_FILE).write_text(record.model_dump_json(indent=2))
+    store.record_trials([record])
+    return record
+
+
+def _write_memo(record: TrialRecord, trial_dir: Path, *, skip: bool) -> None:
+    """The unscored judge memo; it never changes the record's numbers and never loses the trial."""
+    from mcp_evals_pipeline import judge
+
+    try:
+        judge.write_memo(record, trial_dir / "transcript.jsonl", trial_dir / "memo.md", skip=skip)
+    except Exception as exc:
+        (trial_dir / "memo.md").write_text(f"Judge failed: {type(exc).__name__}: {exc}\n")
+
+
+def read_trial_records(run_dir: Path) -> list[TrialRecord]:
+    """Every attempt recorded under a run directory (current and previous), from its trial.json files."""
+    records = []
+    for path in sorted(run_dir.glob(f"trials/*/{TRIAL_FILE}")) + sorted(
+        run_dir.glob(f"trials/*/previous/attempt-*/{TRIAL_FILE}")
+    ):
+        records.append(TrialRecord.model_validate_json(path.read_text()))
+    return records

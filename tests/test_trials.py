@@ -1,0 +1,105 @@
+"""One trial end to end outside Dagster: sandbox, replay agent, grader, files and row; every infra path a row."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcp_evals_pipeline.agents.base import MissingCredentials
+from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.trials import TrialSpec, parse_trial_key, read_trial_records, run_trial, trial_key
+
+from .conftest import TASKS
+
+TASK = "v2-01-basic-tool-server"
+
+
+def spec(**kw) -> TrialSpec:
+    base = {"task_id": TASK, "condition": "noskill+blank", "trial": 1, "batch_date": "2026-11-30",
+            "agent": "replay", "skip_judge": True}
+    return TrialSpec(**{**base, **kw})
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> tuple[TrialStore, Path]:
+    return TrialStore(tmp_path / "evals.duckdb"), tmp_path / "runs"
+
+
+def test_trial_keys_round_trip() -> None:
+    assert parse_trial_key(trial_key("v2-01-basic-tool-server", "skill+blank", 3)) == (
+        "v2-01-basic-tool-server", "skill+blank", 3)
+    with pytest.raises(ValueError, match="not a trial key"):
+        parse_trial_key("v2-01--noskill+blank")
+
+
+def test_a_passing_replay_trial_leaves_files_and_a_row(env: tuple[TrialStore, Path]) -> None:
+    store, runs = env
+    session = TASKS / TASK / "sessions" / "pass-1.jsonl"
+    record = run_trial(spec(options={"session": str(session)}), store=store, results_root=runs)
+    assert record.valid and record.grade.contract_pass and record.grade.failure_code is None
+    trial_dir = runs / record.run_id / "trials" / record.trial_name
+    assert {p.name for p in trial_dir.iterdir()} >= {"trial.json", "transcript.jsonl", "memo.md", "workspace"}
+    assert (trial_dir / "workspace" / "server.py").exists()
+    assert "skipped" in (trial_dir / "memo.md").read_text().lower()
+    assert record.prompt_hash == json.loads((TASKS / "prompt-hashes.lock.json").read_text())[TASK]
+    rows = store.query("SELECT task, contract_pass, valid, attempt, grader_version, sdk_path FROM trials")
+    assert rows == [{"task": TASK, "contract_pass": True, "valid": True, "attempt": 1, "grader_version": "1.0.0",
+                     "sdk_path": "official-sdk"}]
+
+
+def test_rerunning_a_trial_adds_an_attempt_and_keeps_the_first(env: tuple[TrialStore, Path]) -> None:
+    store, runs = env
+    fail = TASKS / TASK / "sessions" / "fail-wrong-sum.jsonl"
+    first = run_trial(spec(options={"session": str(fail)}), store=store, results_root=runs)
+    assert first.valid and first.grade.failure_code == "contract.calls"
+    second = run_trial(spec(options={"session": str(TASKS / TASK / "sessions" / "pass-2.jsonl")}),
+                       store=store, results_root=runs)
+    assert second.attempt == 2 and second.grade.contract_pass
+    run_dir = runs / second.run_id
+    assert sorted(r.attempt for r in read_trial_records(run_dir)) == [1, 2]
+    assert (run_dir / "trials" / second.trial_name / "previous" / "attempt-1" / "trial.json").exists()
+    rows = store.query("SELECT attempt, is_current, contract_pass FROM trial_attempts ORDER BY attempt")
+    assert rows == [{"attempt": 1, "is_current": False, "contract_pass": False},
+                    {"attempt": 2, "is_current": True, "contract_pass": True}]
+
+
+def test_a_sandbox_that_cannot_be_prepared_is_an_invalid_row(env: tuple[TrialStore, Path], tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    store, runs = env
+    monkeypatch.setenv("MCP_EVALS_SKILL_DIR", str(tmp_path / "no-such-skill"))
+    record = run_trial(spec(condition="skill+blank"), store=store, results_root=runs)
+    assert not record.valid and record.invalid_reason == "infra.sandbox"
+    assert "no-such-skill" in (record.error or "")
+    assert store.query("SELECT valid, invalid_reason FROM trials") == [
+        {"valid": False, "invalid_reason": "infra.sandbox"}]
+
+
+def test_a_crashing_agent_session_is_an_invalid_row(env: tuple[TrialStore, Path], tmp_path: Path) -> None:
+    store, runs = env
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"type": "assistant", "text": "hi"}\nthis is not json\n')
+    record = run_trial(spec(options={"session": str(broken)}), store=store, results_root=runs)
+    assert not record.valid and record.invalid_reason == "infra.agent"
+    assert store.query("SELECT count(*) AS n FROM trials WHERE NOT valid") == [{"n": 1}]
+
+
+def test_a_live_agent_without_its_key_fails_before_any_sandbox(env: tuple[TrialStore, Path],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    store, runs = env
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(MissingCredentials, match="OPENAI_API_KEY"):
+        run_trial(spec(agent="openai"), store=store, results_root=runs)
+    assert not runs.exists()
+
+
+def test_skill_condition_copies_the_skill_and_points_the_prompt_to_it(env: tuple[TrialStore, Path]) -> None:
+    store, runs = env
+    record = run_trial(spec(condition="skill+scaffold", options={
+        "session": str(TASKS / TASK / "sessions" / "pass-1.jsonl")}), store=store, results_root=runs)
+    workspace = runs / record.run_id / "trials" / record.trial_name / "workspace"
+    assert (workspace / ".agents" / "skills" / "mcp-python-server" / "SKILL.md").exists()
+    assert record.grade.contract_pass, record.grade.first_failure
+    transcript = (workspace.parent / "transcript.jsonl").read_text()
+    assert ".agents/skills/mcp-python-server/" in transcript  # the prompt the agent got names the skill
