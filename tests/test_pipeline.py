@@ -1,0 +1,107 @@
+"""The Dagster pipeline really materialized in a temporary instance: trial partitions, SQL models, scorecard,
+asset checks, schedules and rebuild-db."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from mcp_evals_pipeline.definitions import defs
+from mcp_evals_pipeline.defs.assets.reports import batch_scorecard
+from mcp_evals_pipeline.defs.assets.sql_models import sql_models
+from mcp_evals_pipeline.defs.assets.trials import trial
+from mcp_evals_pipeline.defs.checks import trial_rows_are_current
+from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, trial_partitions
+from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.defs.schedules import baseline_schedule
+from mcp_evals_pipeline.runs import rebuild_database
+from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.tasks.catalog import discover_tasks
+
+TASK = "v2-01-basic-tool-server"
+DATE = "2026-11-25"  # a past batch date: the partition exists whatever the clock says
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EvalStore:
+    return EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
+
+
+def _trial(instance: dg.DagsterInstance, store: EvalStore, key: str) -> dg.ExecuteInProcessResult:
+    return dg.materialize([trial, trial_rows_are_current], partition_key=multi_key(DATE, key), instance=instance,
+                          resources={"eval_store": store}, run_config={"ops": {"trial": {"config": {
+                              "agent": "replay", "skip_judge": True}}}})
+
+
+def test_partitions_follow_the_design() -> None:
+    keys = trial_partitions.get_partition_keys(current_time=dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
+    assert f"{DATE}|{TASK}--noskill+blank--t1" in [str(k) for k in keys]
+    # end_offset=1: a Monday 14:00 tick targets that Monday, not the previous Friday.
+    at_tick = batch_date_partitions.get_partition_keys(current_time=dt.datetime(2026, 11, 30, 14, 0, 1, tzinfo=dt.UTC))
+    assert at_tick[-1] == "2026-11-30"
+
+
+def test_trials_models_scorecard_and_checks(store: EvalStore, tmp_path: Path) -> None:
+    with dg.instance_for_test() as instance:
+        for n in (1, 2, 3):
+            result = _trial(instance, store, f"{TASK}--noskill+blank--t{n}")
+            assert result.success
+            checks = result.get_asset_check_evaluations()
+            assert [c.passed for c in checks] == [True]
+        # Replay picks sessions in order: t1 replays the failing session, t2 and t3 passing ones.
+        outcomes = [row["contract_pass"] for row in store.store().query(
+            "SELECT contract_pass FROM trials ORDER BY trial")]
+        assert outcomes == [False, True, True]
+
+        rerun = _trial(instance, store, f"{TASK}--noskill+blank--t1")  # a second attempt replaces, never duplicates
+        assert rerun.get_asset_check_evaluations()[0].passed
+        counts = store.store().query("SELECT (SELECT count(*) FROM trials) AS current_rows, "
+                                     "(SELECT count(*) FROM trial_attempts) AS attempts")
+        assert counts == [{"current_rows": 3, "attempts": 4}]
+
+        reports = dg.materialize([sql_models, batch_scorecard], partition_key=DATE, instance=instance,
+                                 resources={"eval_store": store})
+        assert reports.success
+        pass_rate = reports.asset_materializations_for_node("sql_models")
+        headline = next(m for m in pass_rate if m.asset_key == dg.AssetKey("pass_rate")).metadata
+        assert headline["latest_passed"].value == 2 and headline["latest_valid_scored"].value == 3
+
+    run_dir = Path(store.runs_root) / f"{DATE}--replay--default"
+    report = (run_dir / "report.md").read_text()
+    assert "## Pass rate: 67% (2/3 valid scored trials)" in report
+    assert f"| {TASK} | noskill+blank | 2/3 |" in report
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["manifest"]["graderVersion"] and len(run["trials"]) == 3
+    assert {t["attempt"] for t in run["trials"]} == {1, 2}
+
+    # Files are the source of truth: the database rebuilt from them holds the same attempts.
+    rebuilt = tmp_path / "rebuilt.duckdb"
+    summary = rebuild_database(Path(store.runs_root), rebuilt)
+    assert summary.errors == [] and summary.rows == 4
+    columns = "slot, attempt, is_current, contract_pass, failure_code, valid, duration_ms"
+    original = store.store().query(f"SELECT {columns} FROM trial_attempts ORDER BY slot, attempt")
+    assert TrialStore(rebuilt).query(f"SELECT {columns} FROM trial_attempts ORDER BY slot, attempt") == original
+
+
+def test_baseline_schedule_requests_every_task_three_times_with_codex() -> None:
+    context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 25, 14, tzinfo=dt.UTC),
+                                        repository_def=defs.get_repository_def())
+    requests = list(baseline_schedule.evaluate_tick(context).run_requests or [])
+    tasks, _ = discover_tasks()
+    assert len(requests) == 3 * len(tasks)
+    assert {str(r.partition_key) for r in requests} == {
+        f"{DATE}|{t.id}--noskill+blank--t{n}" for t in tasks for n in (1, 2, 3)}
+    assert all(r.run_config["ops"]["trial"]["config"]["agent"] == "codex" for r in requests)
+
+
+def test_definitions_carry_groups_kinds_and_descriptions() -> None:
+    repo = defs.get_repository_def()
+    graph = repo.asset_graph
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.group_name != "default", key
+        assert node.description, key
