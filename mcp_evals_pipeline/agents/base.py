@@ -61,7 +61,9 @@ class AgentRequest:
 class AgentResult:
     perf: TrialPerf
     # Set when the harness, not the agent, failed: "infra.agent" (runner crash, no model turn at all),
-    # "infra.model_api" (the model endpoint failed after bounded retries). The trial is then invalid.
+    # "infra.model_api" (the model endpoint failed after bounded retries), "infra.sandbox" (the sandbox broke
+    # under the agent). The trial is then invalid. The zero-token rule is the runner's to apply: a replayed
+    # session has no model and reports unknown (None) tokens, which is not "no model turn".
     infra_reason: str | None = None
     error: str | None = None
     # The agent ran out of its own turn or time budget: a valid trial, graded as it stands.

@@ -1,0 +1,159 @@
+"""Import the earlier harness's run directories, so old trend lines continue in our store.
+
+A legacy run directory holds run.json (the seed's format, which RunFile reads unchanged), sometimes report.md (its
+scorecard) and trials/*/memo.md. The files are copied under our results root, since files are the source of truth
+and the database can be rebuilt from them; the legacy scorecard is kept as report.legacy.md so that rendering our
+own report.md next to it never overwrites it. Importing is idempotent: rows are keyed by trial slot and attempt, and
+a file is only rewritten when its bytes differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from mcp_evals_pipeline.contracts.records import RunFile, TrialRecord
+from mcp_evals_pipeline.paths import runs_dir
+from mcp_evals_pipeline.store import TrialStore
+
+log = logging.getLogger(__name__)
+
+RUN_FILE = "run.json"
+LEGACY_REPORT = "report.md"
+# Our renderer writes report.md into the same directory; the legacy scorecard must survive that.
+IMPORTED_REPORT = "report.legacy.md"
+MEMO = "memo.md"
+
+
+@dataclass
+class SkippedRun:
+    """A run.json that could not be imported; the rest of the import goes on."""
+
+    path: Path
+    message: str
+
+
+@dataclass
+class ImportSummary:
+    run_ids: list[str] = field(default_factory=list)
+    trials: int = 0
+    files_written: int = 0  # files whose bytes changed; 0 on a repeated import
+    errors: list[SkippedRun] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return len(self.run_ids)
+
+
+def find_run_dirs(source_dir: Path) -> list[Path]:
+    """Every directory holding a run.json, without descending into a run (its workspaces may hold anything).
+
+    Directories starting with `_` or `.` are skipped: `_tasks` holds task contracts, not runs."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(source_dir):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        if RUN_FILE in files:
+            found.append(Path(root))
+            dirs[:] = []
+    return sorted(found)
+
+
+def _fill_trial(trial: TrialRecord, run: RunFile) -> TrialRecord:
+    """Legacy trial rows carry no run, batch or grader version of their own: take them from the run.
+
+    The same four fields `runs.load_run_file` fills, so a database rebuilt from the copied files equals this import."""
+    defaults = {
+        "run_id": run.run_id,
+        "batch_id": run.batch_id,
+        "batch_date": run.started_at[:10],
+        "grader_version": run.manifest.grader_version,
+    }
+    update = {name: value for name, value in defaults.items() if getattr(trial, name) is None and value is not None}
+    return trial.model_copy(update=update) if update else trial
+
+
+def filled_run(run: RunFile) -> RunFile:
+    return run.model_copy(update={"trials": [_fill_trial(t, run) for t in run.trials]})
+
+
+def _copy_if_changed(src: Path, dest: Path) -> bool:
+    """Copy unless dest already holds the same bytes, so a repeated import leaves files (and mtimes) alone."""
+    data = src.read_bytes()
+    if dest.is_file() and dest.read_bytes() == data:
+        return False
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+    return True
+
+
+def _copy_run_files(run_dir: Path, dest_dir: Path) -> int:
+    written = _copy_if_changed(run_dir / RUN_FILE, dest_dir / RUN_FILE)
+    if (run_dir / LEGACY_REPORT).is_file():
+        written += _copy_if_changed(run_dir / LEGACY_REPORT, dest_dir / IMPORTED_REPORT)
+    for memo in sorted(run_dir.glob(f"trials/*/{MEMO}")):
+        written += _copy_if_changed(memo, dest_dir / memo.relative_to(run_dir))
+    return int(written)
+
+
+def load_run(path: Path) -> RunFile:
+    """Parse and validate one run.json; raises ValueError naming the file on any problem."""
+    try:
+        run = RunFile.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc}") from exc
+    # The run id becomes a directory name under the results root: it must not climb out of it.
+    if run.run_id in ("", ".", "..") or Path(run.run_id).name != run.run_id or "\\" in run.run_id:
+        raise ValueError(f"{path}: runId {run.run_id!r} is not a plain directory name")
+    return run
+
+
+def import_runs(source_dir: Path, store: TrialStore, results_root: Path) -> ImportSummary:
+    """Import every run under source_dir into store and copy its files to results_root/<runId>/.
+
+    A malformed run.json is reported (path and reason) and skipped; it never stops the others."""
+    source_dir, results_root = Path(source_dir), Path(results_root)
+    summary = ImportSummary()
+    imported: list[tuple[RunFile, Path]] = []
+    for run_dir in find_run_dirs(source_dir):
+        run_file = run_dir / RUN_FILE
+        try:
+            run = filled_run(load_run(run_file))
+        except ValueError as exc:
+            log.warning("skipping legacy run: %s", exc)
+            summary.errors.append(SkippedRun(run_file, str(exc)))
+            continue
+        dest_dir = results_root / run.run_id
+        # Files first: they are the source of truth, the rows below only index them.
+        summary.files_written += _copy_run_files(run_dir, dest_dir)
+        imported.append((run, dest_dir))
+        summary.run_ids.append(run.run_id)
+    # One write for all trial rows: each store write takes the cross-process lock and a connection (~30 ms).
+    summary.trials = store.record_trials([t for run, _ in imported for t in run.trials], source="import")
+    for run, dest_dir in imported:
+        store.record_run(run, dest_dir, source="import")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Import the earlier harness's run directories.")
+    parser.add_argument("source", type=Path, help="directory holding <runId>/run.json")
+    parser.add_argument("--results-root", type=Path, default=None, help="default: eval_results/runs")
+    parser.add_argument("--db", type=Path, default=None, help="default: eval_results/evals.duckdb")
+    args = parser.parse_args(argv)
+    summary = import_runs(args.source, TrialStore(args.db), args.results_root or runs_dir())
+    print(f"imported {summary.runs} runs, {summary.trials} trials, {summary.files_written} files written")
+    for error in summary.errors:
+        print(f"skipped {error.path}: {error.message}")
+    return 1 if summary.errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

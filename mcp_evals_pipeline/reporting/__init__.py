@@ -1,0 +1,1 @@
+"""Rendering of results for people: the per-run scorecard (report.md)."""

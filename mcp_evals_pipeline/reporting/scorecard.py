@@ -1,0 +1,360 @@
+"""The per-run scorecard, report.md, in the seed harness's format plus our own sections.
+
+Every figure is read from the SQL model tables (dbt_like_sql/*.sql); this module only formats them, so the report,
+the UI and the weekly synthesis can never disagree about a number. The seed's sections come first and keep its exact
+wording (imported runs render the same figures as their report.legacy.md); our additions (suspect markers, static
+adoption, skill deltas, the pass^1..k curve, per-condition lines) appear only when they have content.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from mcp_evals_pipeline.paths import runs_dir
+
+# The earlier harness titled its scorecards this way; imported runs keep it so old and new reports read alike.
+LEGACY_TITLE = "mcp-use SDK agentic eval"
+TITLE = "MCP server SDK agentic eval"
+ALL = "*"  # the models' condition for "all conditions of the run"
+MEMO_CHARS = 300
+NOTHING_NOTABLE = "nothing notable."
+
+MODEL_TABLES = (
+    "pass_rate", "cell_matrix", "pass_k", "pass_k_curve", "skill_deltas", "skill_deltas_by_task", "performance",
+    "failure_breakdown", "sdk_path_breakdown", "invalid_breakdown", "static_adoption", "suspect_markers",
+)
+
+Row = dict[str, Any]
+
+
+class ModelTablesMissing(RuntimeError):
+    """The report reads the SQL models; they must be materialized first."""
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> list[Row]:
+    cursor = con.execute(sql, params or [])
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _require_models(con: duckdb.DuckDBPyConnection) -> None:
+    present = {r["table_name"] for r in _rows(con, "SELECT table_name FROM information_schema.tables")}
+    missing = [name for name in MODEL_TABLES if name not in present]
+    if missing:
+        raise ModelTablesMissing(
+            f"model tables missing: {', '.join(missing)}; run mcp_evals_pipeline.sql_models.materialize_models first")
+
+
+# --- formatting: the seed's conventions (JavaScript Math.round, i.e. halves round up) -----------------------------
+
+def _round(x: float) -> int:
+    """Math.round of the seed: halves go up (Python's round() would send 12.5 to 12)."""
+    return math.floor(x + 0.5)
+
+
+def _pct(rate: float | None) -> str:
+    # A 0/0 rate is NULL in the models; the seed prints it as 0%.
+    return f"{_round(100 * float(rate))}%" if rate is not None else "0%"
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    seconds = _round(float(ms) / 1000)
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def _num(value: float | None) -> str:
+    """A median as the seed prints it: 13, 18.5, 929409 (never 13.0 or 9.29e+05)."""
+    if value is None:
+        return "-"
+    f = float(value)
+    return str(int(f)) if f.is_integer() else repr(f)
+
+
+def _usd(value: float | None) -> str:
+    if value is None:
+        return "-"
+    f = float(value)
+    # Cents hide the cost of a cheap trial; below a dime, show four decimals.
+    return f"${f:,.2f}" if f >= 0.1 or f == 0 else f"${f:.4f}"
+
+
+def _points(delta: float | None) -> str:
+    return f"{_round(100 * float(delta)):+d} pts" if delta is not None else "-"
+
+
+def _count(passed: object, total: object) -> str:
+    return f"{int(passed or 0)}/{int(total or 0)}"
+
+
+def _agent(runner: object, model: object) -> str:
+    return f"{runner}/{model}" if model else str(runner)
+
+
+# --- sections: each returns its lines, without the blank line that separates sections ------------------------------
+
+def _header(run: Row, trials: int) -> list[str]:
+    title = LEGACY_TITLE if run["source"] == "import" else TITLE
+    parts = [
+        f"Run `{run['run_id']}`",
+        f"batch `{run['batch_id']}`",
+        f"agent: {_agent(run['agent_runner'], run['agent_model'])}",
+        f"judge: {run['judge_model'] or 'none'}",
+        f"grader {run['grader_version'] or '-'}",
+        *([f"sandbox {run['sandbox']}"] if run["sandbox"] else []),
+        f"{trials} trial(s)",
+    ]
+    return [f"# {title} — {str(run['started_at'] or '')[:10]}", "", " · ".join(parts)]
+
+
+def _suspects(con: duckdb.DuckDBPyConnection, run: Row) -> list[str]:
+    """A contract that fails most agents the same way is more likely wrong than the SDK: say so loudly."""
+    rows = _rows(
+        con,
+        """SELECT * FROM suspect_markers
+           WHERE suspect AND agent_runner = ? AND agent_model IS NOT DISTINCT FROM ?
+             AND task IN (SELECT task FROM trials WHERE run_id = ?)
+           ORDER BY task""",
+        [run["agent_runner"], run["agent_model"], run["run_id"]],
+    )
+    if not rows:
+        return []
+    lines = ["## Suspect markers", ""]
+    for r in rows:
+        detail = f": `{r['top_detail']}`" if r["top_detail"] else ""
+        lines.append(
+            f"> ⚠️ **SUSPECT CONTRACT — `{r['task']}`**: check `{r['top_failing_check']}` failed in "
+            f"{int(r['top_check_failures'])} of {int(r['failed'])} failed trials ({_pct(r['top_share'])}) "
+            f"over {int(r['valid_scored'])} valid scored trials of its {int(r['batches'])} most recent batch(es)"
+            f"{detail}. "
+            "Read the contract before blaming the SDK."
+        )
+        lines.append(">")
+    lines.pop()
+    return lines
+
+
+def _pass_rate(rates: list[Row]) -> tuple[list[str], Row | None]:
+    overall = [r for r in rates if r["condition"] == ALL]
+    head = overall[0] if overall else None
+    if head is None:
+        lines = ["## Pass rate: 0% (0/0 valid scored trials)"]
+    else:
+        lines = [f"## Pass rate: {_pct(head['pass_rate'])} ({_count(head['passed'], head['valid_scored'])} "
+                 "valid scored trials)"]
+        if head["wilson_low"] is not None:
+            lines += ["", f"Wilson 95% interval: {_pct(head['wilson_low'])}–{_pct(head['wilson_high'])}"]
+    # Several agents under one run id cannot share one headline: each gets its own line, as does each condition.
+    several_agents = len(overall) > 1
+    by_condition = [r for r in rates if r["condition"] != ALL]
+    bullets = (overall if several_agents else []) + (by_condition if len(by_condition) > 1 else [])
+    if bullets:
+        lines.append("")
+    for r in bullets:
+        label = r["condition"] if r["condition"] != ALL else "all conditions"
+        agent = f" ({_agent(r['agent_runner'], r['agent_model'])})" if several_agents else ""
+        lines.append(f"- `{label}`{agent}: {_pct(r['pass_rate'])} ({_count(r['passed'], r['valid_scored'])} "
+                     f"valid scored trials, {int(r['invalid'] or 0)} invalid)")
+    return lines, head
+
+
+def _matrix(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    # Cells with no valid scored trial have no pass rate to show; the seed leaves them out.
+    rows = _rows(con, "SELECT * FROM cell_matrix WHERE run_id = ? AND valid_scored > 0 ORDER BY task, condition",
+                 [run_id])
+    lines = ["## Matrix", "", "| Task | Condition | Passes/Trials |", "|---|---|---|"]
+    lines += [f"| {r['task']} | {r['condition']} | {_count(r['passes'], r['valid_scored'])} |" for r in rows]
+    return lines
+
+
+def _pass_k_line(r: Row) -> str:
+    return (f"pass^{int(r['k'])}: {_pct(r['pass_k'])} ({_count(r['all_pass_cells'], r['cells'])} "
+            f"task×condition cells all-pass, min {int(r['k'])} trials/cell)")
+
+
+def _pass_k(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    rows = _rows(con, "SELECT * FROM pass_k WHERE run_id = ? AND reported ORDER BY condition", [run_id])
+    if not rows:
+        return []
+    lines = ["## pass^k", ""]
+    overall = [r for r in rows if r["condition"] == ALL]
+    by_condition = [r for r in rows if r["condition"] != ALL]
+    lines += [_pass_k_line(r) for r in overall]
+    if len(by_condition) > 1 or not overall:
+        lines += ["", *(f"- `{r['condition']}`: {_pass_k_line(r)}" for r in by_condition)]
+    curve = _rows(con, "SELECT * FROM pass_k_curve WHERE run_id = ? AND condition = ? ORDER BY k", [run_id, ALL])
+    if len(curve) > 1:
+        points = " · ".join(f"pass^{int(c['k'])} {_pct(c['value'])}" for c in curve)
+        lines += ["", f"Curve (unbiased estimate over {int(curve[0]['cells'])} cell(s)): {points}"]
+    return lines
+
+
+def _performance(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    rows = _rows(con, "SELECT * FROM performance WHERE run_id = ? ORDER BY condition", [run_id])
+    head = next((r for r in rows if r["condition"] == ALL), None)
+    lines = ["## Performance (passing trials)", ""]
+    if head is None or not head["passes"]:
+        lines.append("No passing trials.")
+    else:
+        missing = " (some trials missing cost)" if head["total_cost_usd"] is None else ""
+        lines += [
+            f"- Median duration: {_duration(head['median_duration_ms'])}",
+            f"- Median turns: {_num(head['median_turns'])}",
+            f"- Median tool calls: {_num(head['median_tool_calls'])}",
+            f"- Median tokens in/out: {_num(head['median_tokens_in'])} / {_num(head['median_tokens_out'])}",
+            f"- Total cost: {_usd(head['total_cost_usd'])}{missing}",
+            f"- Cost per success: {_usd(head['cost_per_success'])}",
+        ]
+    by_condition = [r for r in rows if r["condition"] != ALL]
+    if len(by_condition) > 1:
+        lines += ["",
+                  "| Condition | Passes | Duration | Turns | Tool calls | Tokens in/out | Total cost | Cost/success |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"| {r['condition']} | {int(r['passes'] or 0)} | {_duration(r['median_duration_ms'])} | "
+            f"{_num(r['median_turns'])} | {_num(r['median_tool_calls'])} | "
+            f"{_num(r['median_tokens_in'])} / {_num(r['median_tokens_out'])} | {_usd(r['total_cost_usd'])} | "
+            f"{_usd(r['cost_per_success'])} |"
+            for r in by_condition
+        ]
+    return lines
+
+
+def _failures(con: duckdb.DuckDBPyConnection, run_id: str, head: Row | None) -> list[str]:
+    failures = _rows(con, "SELECT * FROM failure_breakdown WHERE run_id = ? ORDER BY trials DESC, failure_code",
+                     [run_id])
+    invalid = _rows(con, "SELECT * FROM invalid_breakdown WHERE run_id = ? ORDER BY trials DESC, invalid_reason",
+                    [run_id])
+    lines = ["## Failure breakdown", ""]
+    lines += [f"- `{r['failure_code']}`: {int(r['trials'])}" for r in failures] or ["No contract failures."]
+    # The headline row counts invalid trials; a run whose trials were all invalid may lack one.
+    if head is not None:
+        invalid_count = int(head["invalid"] or 0)
+    else:
+        invalid_count = int(_rows(con, "SELECT coalesce(sum(trials), 0) AS n FROM invalid_breakdown WHERE run_id = ?",
+                                  [run_id])[0]["n"])
+    lines += ["", f"Invalid trials: {invalid_count}"]
+    if invalid:
+        lines += ["", *(f"- `{r['invalid_reason']}`: {int(r['trials'])}" for r in invalid)]
+    return lines
+
+
+def _sdk_paths(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    # The seed counts every trial here, invalid ones included (they record `unknown`).
+    rows = _rows(con, "SELECT * FROM sdk_path_breakdown WHERE run_id = ? ORDER BY trials DESC, sdk_path", [run_id])
+    return ["## SDK path", "", *(f"- `{r['sdk_path']}`: {int(r['trials'])}" for r in rows)]
+
+
+def _static_adoption(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    rows = _rows(con, "SELECT * FROM static_adoption WHERE run_id = ? ORDER BY task, condition", [run_id])
+    if not rows:
+        return []
+    return [
+        "## Static adoption",
+        "",
+        "Source-imports tasks (typecheck + required imports only); never part of the pass rate.",
+        "",
+        "| Task | Condition | Passes/Trials |",
+        "|---|---|---|",
+        *(f"| {r['task']} | {r['condition']} | {_count(r['passes'], r['trials'])} |" for r in rows),
+    ]
+
+
+def _side(passed: object, valid: object, rate: float | None = None) -> str:
+    return f"{_count(passed, valid)} ({_pct(rate)})" if rate is not None else _count(passed, valid)
+
+
+def _skill_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    pooled = _rows(con, "SELECT * FROM skill_deltas WHERE run_id = ? ORDER BY workspace_part", [run_id])
+    if not pooled:
+        return []
+    by_task = _rows(con, "SELECT * FROM skill_deltas_by_task WHERE run_id = ? ORDER BY workspace_part, task",
+                    [run_id])
+    lines = ["## Skill deltas", ""]
+    for r in pooled:
+        part = r["workspace_part"]
+        paired = (f"; paired over {int(r['paired_tasks'])} task(s): {_points(r['paired_delta'])}"
+                  if r["paired_tasks"] else "")
+        lines.append(
+            f"- `{part}` pooled: skill+{part} {_side(r['skill_passed'], r['skill_valid'], r['skill_rate'])} vs "
+            f"noskill+{part} {_side(r['noskill_passed'], r['noskill_valid'], r['noskill_rate'])}: "
+            f"{_points(r['delta'])}{paired}"
+        )
+    if by_task:
+        lines += ["", "| Workspace | Task | skill passes/valid | noskill passes/valid | Delta |",
+                  "|---|---|---|---|---|"]
+        lines += [
+            f"| {r['workspace_part']} | {r['task']} | {_count(r['skill_passed'], r['skill_valid'])} | "
+            f"{_count(r['noskill_passed'], r['noskill_valid'])} | {_points(r['delta'])} |"
+            for r in by_task
+        ]
+    return lines
+
+
+def memo_excerpt(path: Path, limit: int = MEMO_CHARS) -> str | None:
+    """The memo's first paragraph on one line, cut at a word near `limit`; None for a "Nothing notable." memo."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return "(memo file missing)"
+    first = " ".join(text.strip().split("\n\n", 1)[0].split())
+    if first.casefold() == NOTHING_NOTABLE:
+        return None
+    if len(first) > limit:
+        cut = first.rfind(" ", 0, limit)
+        first = first[: cut if cut > limit // 2 else limit].rstrip()
+        # Ending inside a code span would leave an unpaired backtick: end before the span instead.
+        while first.count("`") % 2:
+            first = first[: first.rindex("`")].rstrip()
+        first += " …"
+    return first
+
+
+def _memos(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]:
+    rows = _rows(con, """SELECT task, condition, trial, memo_path FROM trials
+                         WHERE run_id = ? AND memo_path IS NOT NULL ORDER BY task, condition, trial""", [run_id])
+    lines = ["## Memos", ""]
+    for r in rows:
+        excerpt = memo_excerpt(base / r["memo_path"])
+        if excerpt is None:
+            continue
+        lines.append(f"- `{r['task']}` · `{r['condition']}` · trial {r['trial']} — "
+                     f"[{r['memo_path']}]({r['memo_path']}): {excerpt}")
+    if len(lines) == 2:
+        lines.append("No notable memos.")
+    return lines
+
+
+def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | None = None) -> str:
+    """report.md of one run (ours or imported), from the `runs` table and the SQL model tables.
+
+    `run_dir` is where the memo files are; by default the run's recorded directory, else runs_dir()/<run_id>."""
+    _require_models(con)
+    found = _rows(con, "SELECT * FROM runs WHERE run_id = ?", [run_id])
+    if not found:
+        raise LookupError(f"run {run_id!r} is not in the runs table")
+    run = found[0]
+    trials = con.execute("SELECT count(*) FROM trials WHERE run_id = ?", [run_id]).fetchone()[0]
+    base = run_dir or (Path(run["run_dir"]) if run["run_dir"] else runs_dir() / run_id)
+    rates = _rows(con, "SELECT * FROM pass_rate WHERE run_id = ? ORDER BY condition, agent_runner, agent_model",
+                  [run_id])
+    pass_rate_lines, head = _pass_rate(rates)
+    sections = [
+        _header(run, int(trials)),
+        _suspects(con, run),
+        pass_rate_lines,
+        _matrix(con, run_id),
+        _pass_k(con, run_id),
+        _performance(con, run_id),
+        _failures(con, run_id, head),
+        _sdk_paths(con, run_id),
+        _static_adoption(con, run_id),
+        _skill_deltas(con, run_id),
+        _memos(con, run_id, base),
+    ]
+    return "\n\n".join("\n".join(lines) for lines in sections if lines) + "\n"
