@@ -4,7 +4,7 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 STAMP := $(VENV)/.synced
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test bench ui clean
 
 $(STAMP): pyproject.toml uv.lock
 	test -x $(UV) || ($(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install --quiet --disable-pip-version-check "uv>=0.13,<0.14")
@@ -13,8 +13,10 @@ $(STAMP): pyproject.toml uv.lock
 
 setup: $(STAMP)
 
+# The keyless default batch: verify-tasks, then replay agent x every task x two conditions x 3 trials, as Dagster
+# runs in the project-local instance, then the SQL models and the scorecard (its path is printed last).
 run: $(STAMP)
-	$(VENV)/bin/mcp-evals verify-tasks
+	$(VENV)/bin/mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -22,6 +24,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/grader_bench.py
+	$(VENV)/bin/python bench/trial_overhead_bench.py
+	$(VENV)/bin/python bench/sql_models_bench.py
+
+ui: $(STAMP)
+	DAGSTER_HOME=$(CURDIR)/.dagster_home $(VENV)/bin/dagster dev -w workspace.yaml
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .ruff_cache

@@ -247,8 +247,11 @@ def import_runs_cmd(source: Path) -> None:
     from mcp_evals_pipeline.legacy_import import import_runs
 
     summary = import_runs(source, TrialStore(), runs_dir())
-    out.print(str(summary))
-    if getattr(summary, "errors", None):
+    out.print(f"imported {summary.runs} runs ({summary.trials} trials, {summary.files_written} files written) "
+              f"into {runs_dir()} and {database_path()}")
+    for skipped in summary.errors:
+        err.print(f"[red]skipped[/] {skipped.path}: {skipped.message}")
+    if summary.errors:
         sys.exit(1)
 
 

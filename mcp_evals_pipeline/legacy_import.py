@@ -9,7 +9,6 @@ a file is only rewritten when its bytes differ.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import shutil
@@ -19,7 +18,6 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mcp_evals_pipeline.contracts.records import RunFile, TrialRecord
-from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.store import TrialStore
 
 log = logging.getLogger(__name__)
@@ -140,20 +138,3 @@ def import_runs(source_dir: Path, store: TrialStore, results_root: Path) -> Impo
     for run, dest_dir in imported:
         store.record_run(run, dest_dir, source="import")
     return summary
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Import the earlier harness's run directories.")
-    parser.add_argument("source", type=Path, help="directory holding <runId>/run.json")
-    parser.add_argument("--results-root", type=Path, default=None, help="default: eval_results/runs")
-    parser.add_argument("--db", type=Path, default=None, help="default: eval_results/evals.duckdb")
-    args = parser.parse_args(argv)
-    summary = import_runs(args.source, TrialStore(args.db), args.results_root or runs_dir())
-    print(f"imported {summary.runs} runs, {summary.trials} trials, {summary.files_written} files written")
-    for error in summary.errors:
-        print(f"skipped {error.path}: {error.message}")
-    return 1 if summary.errors else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
