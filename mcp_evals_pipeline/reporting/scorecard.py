@@ -14,6 +14,7 @@ from typing import Any
 
 import duckdb
 
+from mcp_evals_pipeline.judge import memo_body, memo_status
 from mcp_evals_pipeline.paths import runs_dir
 
 # The earlier harness titled its scorecards this way; imported runs keep it so old and new reports read alike.
@@ -297,13 +298,18 @@ def _skill_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
 
 
 def memo_excerpt(path: Path, limit: int = MEMO_CHARS) -> str | None:
-    """The memo's first paragraph on one line, cut at a word near `limit`; None for a "Nothing notable." memo."""
+    """The memo's first paragraph on one line, cut at a word near `limit`; None for a memo with nothing to read
+    (a "Nothing notable." memo, or one the judge skipped or failed to write)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return "(memo file missing)"
-    first = " ".join(text.strip().split("\n\n", 1)[0].split())
-    if first.casefold() == NOTHING_NOTABLE:
+    status, _ = memo_status(text)
+    if status != "written":
+        return None
+    body = memo_body(text)
+    first = " ".join(body.strip().split("\n\n", 1)[0].split())
+    if not first or first.casefold() == NOTHING_NOTABLE:
         return None
     if len(first) > limit:
         cut = first.rfind(" ", 0, limit)

@@ -1,0 +1,870 @@
+"""The weekly synthesis: code computes every figure, a model writes only the qualitative part.
+
+`compute_week_stats` reads the window's trials (the DuckDB store, or a copy of the results branch through
+`<dir>/*/run.json`) and computes the pass rates, pass^k, performance, failure breakdowns, suspect tasks and the list
+of failing trials with their memos. Those tables are written into the report verbatim by code. The model then gets
+them as context plus the failing trials' memos and writes three sections (recurring struggles, quoted evidence,
+proposed issues for human review) that the report labels as model-written; its quotes are verified against the
+memos and transcripts exactly like the judge's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+import tempfile
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from pydantic import ValidationError
+
+from mcp_evals_pipeline.contracts.records import RunFile
+from mcp_evals_pipeline.judge import (
+    chat,
+    extract_quotes,
+    first_key,
+    load_transcript,
+    memo_body,
+    memo_status,
+    truncate_middle,
+    verify_quotes,
+)
+from mcp_evals_pipeline.models import JUDGE_KEY_ENV, SYNTHESIS_MODEL
+from mcp_evals_pipeline.paths import results_dir as default_results_dir
+from mcp_evals_pipeline.paths import runs_dir, synthesis_dir
+from mcp_evals_pipeline.store import TrialStore
+
+# The synthesis model is a gpt* model like the judge, so it needs the judge's key.
+SYNTHESIS_KEY_ENV = JUDGE_KEY_ENV
+SLACK_ENV = "SLACK_WEBHOOK_URL"
+# Set to the web address of the results branch's root (e.g. .../blob/eval-results) to turn the report path in the
+# Slack message into a link.
+REPORT_BASE_URL_ENV = "MCP_EVALS_REPORT_BASE_URL"
+
+# A task is suspect when at least this many valid failures nearly all stop at one check: that pattern is far more
+# often a contract or grader bug (an entry path the prompt never asked for, a case-sensitive "contains") than an
+# SDK problem every agent hits identically. The same thresholds as dbt_like_sql/suspect_markers.sql, so the
+# scorecard and the synthesis agree; 0.8 so that a week's 8 of 9 still counts as "nearly all".
+SUSPECT_MIN_FAILURES = 5
+SUSPECT_SHARE = 0.8
+
+MEMO_CHAR_BUDGET = 3_000  # per memo in the prompt
+MEMOS_CHAR_BUDGET = 90_000  # all memos together
+TOP_FAILING_CHECKS = 10
+MAX_LISTED_WITHOUT_MEMO = 60  # failing trials listed by detail only; the failing-checks table covers the rest
+SLACK_TIMEOUT_S = 15.0
+MODEL_TIMEOUT_S = 600.0  # a week of memos is a long prompt, and the pinned model reasons before it answers
+
+SECTIONS = ("Recurring struggles", "Quoted evidence", "Proposed issues for human review")
+ISSUE_CATEGORIES = ("docs", "skill", "SDK", "templates", "contract")
+
+
+class SynthesisError(Exception):
+    """A synthesis that cannot start or finish: missing configuration, unreadable input, a failed Slack post."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stats
+
+@dataclass
+class RateRow:
+    name: str
+    passed: int
+    total: int  # valid trials in the denominator
+    invalid: int = 0  # shown beside, never in the denominator
+
+    @property
+    def rate(self) -> float | None:
+        return self.passed / self.total if self.total else None
+
+    def fraction(self) -> str:
+        return f"{self.passed}/{self.total} ({self.rate:.0%})" if self.total else "0/0 (-)"
+
+
+@dataclass
+class FailingCheck:
+    check: str
+    count: int
+    tasks: list[str]
+    examples: list[str]  # up to three distinct details
+
+
+@dataclass
+class PassK:
+    batch: str
+    reportable: bool
+    cells: int
+    k: int | None = None
+    all_pass_cells: int | None = None  # cells whose every valid scored trial passed
+    estimate: float | None = None  # mean over cells of C(c,k)/C(n,k); equals all_pass/cells when every n == k
+    why_not: str | None = None
+
+
+@dataclass
+class Performance:
+    passing_trials: int
+    medians: dict[str, float | None]  # duration_ms, turns, tool_calls, tokens_in, tokens_out
+    total_cost_usd: float | None  # None when any valid scored trial lacks a cost
+    cost_per_success_usd: float | None
+
+
+@dataclass
+class Suspect:
+    task: str
+    valid: int
+    failures: int
+    check: str
+    at_check: int
+    detail: str | None  # the most common detail at that check
+    same_detail: int  # failures at that check with exactly that detail
+
+
+@dataclass
+class FailingTrial:
+    trial_name: str
+    task: str
+    condition: str
+    trial: int
+    run_id: str | None
+    batch: str
+    failure_code: str | None
+    failing_check: str | None
+    failing_detail: str | None
+    memo_path: Path | None
+    memo_status: str  # written | skipped | failed | missing
+    memo_text: str | None
+    transcript_path: Path | None
+
+
+@dataclass
+class WeekStats:
+    start_date: date
+    end_date: date
+    days: int
+    source: str
+    trials: int
+    valid: int
+    invalid: int
+    headline: RateRow
+    wilson95: tuple[float, float] | None
+    by_task: list[RateRow]
+    by_condition: list[RateRow]
+    by_agent: list[RateRow]
+    by_batch: list[RateRow]
+    static_adoption: list[RateRow]
+    invalid_by_reason: list[tuple[str, int]]
+    failure_codes: list[tuple[str, int]]
+    sdk_paths: list[tuple[str, int]]
+    failing_checks: list[FailingCheck]
+    pass_k: list[PassK]
+    performance: Performance
+    grader_versions: list[tuple[str, int]]
+    suspects: list[Suspect]
+    failing: list[FailingTrial]
+    notes: list[str] = field(default_factory=list)
+
+
+def _as_date(value: date | str | None) -> date:
+    if value is None:
+        return datetime.now(UTC).date()
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+def wilson95(passed: int, total: int) -> tuple[float, float] | None:
+    if not total:
+        return None
+    z = 1.959964
+    p = passed / total
+    denom = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denom
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+_ROWS_SQL = """
+SELECT t.*, {run_dir} AS run_dir,
+       CAST(coalesce(t.batch_date, CAST(timezone('UTC', t.recorded_at) AS DATE)) AS VARCHAR) AS window_date
+FROM trials t {join}
+WHERE coalesce(t.batch_date, CAST(timezone('UTC', t.recorded_at) AS DATE)) BETWEEN ?::DATE AND ?::DATE
+ORDER BY t.task, window_date, t.condition, t.trial
+"""
+
+
+def _fetch_rows(con_or_store: TrialStore | duckdb.DuckDBPyConnection, start: date, end: date) -> list[dict[str, Any]]:
+    params = [start.isoformat(), end.isoformat()]
+
+    def run(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+        try:
+            cursor = con.execute(_ROWS_SQL.format(run_dir="r.run_dir",
+                                                  join="LEFT JOIN runs r ON r.run_id = t.run_id"), params)
+        except duckdb.CatalogException:  # a database without the runs table: paths resolve without run dirs
+            cursor = con.execute(_ROWS_SQL.format(run_dir="NULL", join=""), params)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    if isinstance(con_or_store, TrialStore):
+        with con_or_store.connect() as con:
+            return run(con)
+    return run(con_or_store)
+
+
+def _resolve(rel: object, run_dir: object, run_id: object) -> Path | None:
+    """A memo or transcript path as recorded (relative to its run directory in the seed layout) made openable:
+    the first candidate that exists, else the most likely one."""
+    if not rel:
+        return None
+    path = Path(str(rel))
+    if path.is_absolute():
+        return path
+    candidates = []
+    if run_dir:
+        candidates.append(Path(str(run_dir)) / path)
+    if run_id:
+        candidates.append(runs_dir() / str(run_id) / path)
+    candidates.append(default_results_dir() / path)
+    return next((c for c in candidates if c.exists()), candidates[0])
+
+
+def _rate_rows(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> list[RateRow]:
+    table: dict[str, RateRow] = {}
+    for row in rows:
+        name = key(row)
+        entry = table.setdefault(name, RateRow(name, 0, 0))
+        if row["valid"]:
+            entry.total += 1
+            entry.passed += bool(row["contract_pass"])
+        else:
+            entry.invalid += 1
+    return [table[k] for k in sorted(table)]
+
+
+def _pass_k(scored: list[dict[str, Any]]) -> list[PassK]:
+    by_batch: dict[str, dict[tuple[str, ...], list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for row in scored:
+        if not row["valid"]:
+            continue
+        cell = (row["task"], row["condition"], row["agent_runner"], row["agent_model"] or "")
+        by_batch[row["window_date"]][cell].append(bool(row["contract_pass"]))
+    result = []
+    for batch in sorted(by_batch):
+        cells = by_batch[batch]
+        smallest = min(len(v) for v in cells.values())
+        if smallest < 2:
+            result.append(PassK(batch, False, len(cells),
+                                why_not=f"a cell has {smallest} valid scored trial (needs >= 2 in every cell)"))
+            continue
+        k = smallest
+        all_pass = sum(all(v) for v in cells.values())
+        estimate = statistics.fmean(math.comb(sum(v), k) / math.comb(len(v), k) for v in cells.values())
+        result.append(PassK(batch, True, len(cells), k, all_pass, estimate))
+    return result
+
+
+def _performance(scored_valid: list[dict[str, Any]]) -> Performance:
+    passing = [r for r in scored_valid if r["contract_pass"]]
+    medians: dict[str, float | None] = {}
+    for column in ("duration_ms", "turns", "tool_calls", "tokens_in", "tokens_out"):
+        values = [r[column] for r in passing if r[column] is not None]
+        medians[column] = float(statistics.median(values)) if values else None
+    costs = [r["cost_usd"] for r in scored_valid]
+    # A partial sum would understate the cost; print "-" rather than a wrong number.
+    total = float(sum(costs)) if costs and all(c is not None for c in costs) else None
+    per_success = total / len(passing) if total is not None and passing else None
+    return Performance(len(passing), medians, total, per_success)
+
+
+def _suspects(valid: list[dict[str, Any]]) -> list[Suspect]:
+    per_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in valid:
+        per_task[row["task"]].append(row)
+    suspects = []
+    for task in sorted(per_task):
+        failures = [r for r in per_task[task] if not r["contract_pass"]]
+        if len(failures) < SUSPECT_MIN_FAILURES:
+            continue
+        check, at_check = Counter(r["failing_check"] or "(none)" for r in failures).most_common(1)[0]
+        if at_check / len(failures) < SUSPECT_SHARE:
+            continue
+        details = Counter(r["failing_detail"] for r in failures if (r["failing_check"] or "(none)") == check)
+        detail, same = details.most_common(1)[0]
+        suspects.append(Suspect(task, len(per_task[task]), len(failures), check, at_check, detail, same))
+    return suspects
+
+
+def _failing_checks(failed: list[dict[str, Any]]) -> list[FailingCheck]:
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in failed:
+        groups[row["failing_check"] or "(none)"].append(row)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:TOP_FAILING_CHECKS]
+    result = []
+    for check, rows in ordered:
+        examples = [d for d, _ in Counter(r["failing_detail"] for r in rows if r["failing_detail"]).most_common(3)]
+        result.append(FailingCheck(check, len(rows), sorted({r["task"] for r in rows}), examples))
+    return result
+
+
+def _failing_trials(failed: list[dict[str, Any]]) -> list[FailingTrial]:
+    result = []
+    for row in failed:
+        memo_path = _resolve(row["memo_path"], row["run_dir"], row["run_id"])
+        text = memo_path.read_text(encoding="utf-8", errors="replace") if memo_path and memo_path.is_file() else None
+        status = memo_status(text)[0] if text is not None else "missing"
+        result.append(FailingTrial(
+            trial_name=f"{row['task']}--{row['condition']}--t{row['trial']}", task=row["task"],
+            condition=row["condition"], trial=row["trial"], run_id=row["run_id"], batch=row["window_date"],
+            failure_code=row["failure_code"], failing_check=row["failing_check"],
+            failing_detail=row["failing_detail"], memo_path=memo_path, memo_status=status, memo_text=text,
+            transcript_path=_resolve(row["transcript_path"], row["run_dir"], row["run_id"]),
+        ))
+    return result
+
+
+def _scored_predicate(rows: list[dict[str, Any]]) -> Callable[[dict[str, Any]], bool]:
+    """Whether a row belongs to the headline. A valid row says so itself; an invalid row's grade may not (the
+    earlier harness wrote scoredForPassRate false on every infra failure), so it follows its task: a task is
+    static (source-imports) when its valid trials are unscored and none is scored."""
+    scored_tasks = {r["task"] for r in rows if r["valid"] and r["scored_for_pass_rate"]}
+    static_tasks = {r["task"] for r in rows if r["valid"] and not r["scored_for_pass_rate"]} - scored_tasks
+
+    def scored(row: dict[str, Any]) -> bool:
+        if row["valid"]:
+            return bool(row["scored_for_pass_rate"])
+        return row["task"] not in static_tasks
+
+    return scored
+
+
+def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end_date: date | str | None,
+                       days: int = 7) -> WeekStats:
+    """Every figure of the report, over trials whose batch date (else record date) lies in the `days` days ending
+    on `end_date`, inclusive. Invalid trials leave every denominator; source-imports tasks leave the headline."""
+    if days < 1:
+        raise ValueError("days must be >= 1")
+    end = _as_date(end_date)
+    start = end - timedelta(days=days - 1)
+    rows = _fetch_rows(con_or_store, start, end)
+    is_scored = _scored_predicate(rows)
+    valid = [r for r in rows if r["valid"]]
+    scored = [r for r in rows if is_scored(r)]
+    static = [r for r in rows if not is_scored(r)]
+    scored_valid = [r for r in scored if r["valid"]]
+    failed = [r for r in valid if not r["contract_pass"]]
+    headline = RateRow("valid scored trials", sum(bool(r["contract_pass"]) for r in scored_valid), len(scored_valid),
+                       sum(not r["valid"] for r in scored))
+    notes = []
+    conditions = sorted({r["condition"] for r in scored_valid})
+    if len(conditions) > 1:
+        notes.append(f"The headline pools {len(conditions)} conditions ({', '.join(conditions)}); compare them in "
+                     "the per-condition table, not through the headline.")
+    agents = sorted({f"{r['agent_runner']}/{r['agent_model'] or '?'}" for r in scored_valid})
+    if len(agents) > 1:
+        notes.append(f"The headline pools {len(agents)} agent models ({', '.join(agents)}).")
+    versions = Counter(r["grader_version"] or "unknown" for r in rows)
+    if len(versions) > 1:
+        notes.append("This window crosses a grader-version boundary: figures mix grading semantics.")
+    store_path = con_or_store.path if isinstance(con_or_store, TrialStore) else None
+    return WeekStats(
+        start_date=start, end_date=end, days=days,
+        source=f"database {store_path}" if store_path else "database connection",
+        trials=len(rows), valid=len(valid), invalid=len(rows) - len(valid),
+        headline=headline, wilson95=wilson95(headline.passed, headline.total),
+        by_task=_rate_rows(scored, lambda r: r["task"]),
+        by_condition=_rate_rows(scored, lambda r: r["condition"]),
+        by_agent=_rate_rows(scored, lambda r: f"{r['agent_runner']} / {r['agent_model'] or 'unknown model'}"),
+        by_batch=_rate_rows(scored, lambda r: r["window_date"]),
+        static_adoption=_rate_rows(static, lambda r: r["task"]),
+        invalid_by_reason=Counter(r["invalid_reason"] or "unknown" for r in rows if not r["valid"]).most_common(),
+        failure_codes=Counter(r["failure_code"] or "unknown" for r in failed).most_common(),
+        sdk_paths=Counter(r["sdk_path"] or "unknown" for r in valid).most_common(),
+        failing_checks=_failing_checks(failed),
+        pass_k=_pass_k(scored),
+        performance=_performance(scored_valid),
+        grader_versions=sorted(versions.items()),
+        suspects=_suspects(valid),
+        failing=_failing_trials(failed),
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The results branch: <dir>/*/run.json
+
+def load_run_files(results_dir: Path) -> tuple[list[tuple[RunFile, Path]], list[str]]:
+    """Every readable run.json under `results_dir` with its run directory, and a note per file that was skipped
+    (older formats the records cannot read are left out, as `trends` does, but said so)."""
+    results_dir = Path(results_dir)
+    if not results_dir.is_dir():
+        raise SynthesisError(f"--results-dir {results_dir} is not a directory")
+    runs, notes = [], []
+    for path in sorted(results_dir.glob("*/run.json")):
+        try:
+            runs.append((RunFile.model_validate_json(path.read_text(encoding="utf-8")), path.parent))
+        except (ValidationError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            notes.append(f"Skipped {path}: not a readable run.json ({first}).")
+    return runs, notes
+
+
+def _absolute(rel: str | None, run_dir: Path) -> str | None:
+    if not rel:
+        return None
+    return str(Path(rel) if Path(rel).is_absolute() else run_dir / rel)
+
+
+def stats_from_results_dir(results_dir: Path, end_date: date | str | None, days: int = 7) -> WeekStats:
+    """The same figures from run.json files: they are loaded into a throwaway DuckDB with the store's own insert,
+    so both sources share one definition of validity and one set of queries."""
+    runs, notes = load_run_files(results_dir)
+    records = []
+    for run, run_dir in runs:
+        for r in run.trials:
+            # The seed's trial rows leave run-level facts to the run file: give each row its own copy. A record
+            # without a batch date is dated by its own timestamp, then by the run's start. Memo and transcript paths
+            # are relative to the run directory, which only this loop knows.
+            records.append(r.model_copy(update={
+                "run_id": r.run_id or run.run_id,
+                "batch_id": r.batch_id or run.batch_id,
+                "batch_date": r.batch_date or (r.timestamp or run.started_at)[:10],
+                "grader_version": r.grader_version or r.grade.grader_version or run.manifest.grader_version,
+                "memo_path": _absolute(r.memo_path, run_dir),
+                "transcript_path": _absolute(r.transcript_path, run_dir),
+            }))
+    with tempfile.TemporaryDirectory(prefix="mcp-evals-synthesis-") as tmp:
+        store = TrialStore(Path(tmp) / "evals.duckdb")
+        store.record_trials(records, source="files")
+        stats = compute_week_stats(store, end_date, days)
+    stats.source = f"run.json files under {results_dir} ({len(runs)} runs read)"
+    stats.notes = notes + stats.notes
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rendering (code-written; goes into the report verbatim)
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _num(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}{unit}" if value == int(value) else f"{value:,.1f}{unit}"
+
+
+def _cell(text: object) -> str:
+    """A value safe inside a markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _clip(text: str | None, limit: int = 160) -> str:
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _table(headers: list[str], rows: list[list[object]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
+    return lines
+
+
+def _rate_table(title: str, column: str, rows: list[RateRow]) -> list[str]:
+    out = [f"### {title}", ""]
+    if not rows:
+        return [*out, "None in this window.", ""]
+    return [*out, *_table([column, "passed / valid", "pass rate", "invalid (excluded)"],
+                          [[r.name, f"{r.passed}/{r.total}", _pct(r.rate), r.invalid] for r in rows]), ""]
+
+
+def _display_path(path: Path | None) -> str:
+    if path is None:
+        return "-"
+    for root in (default_results_dir(), Path.cwd()):
+        try:
+            return str(path.resolve().relative_to(root.resolve()))
+        except ValueError:
+            continue
+    return str(path)
+
+
+def suspect_sentence(s: Suspect) -> str:
+    same = ("all with the same detail" if s.same_detail == s.at_check
+            else f"{s.same_detail} of them with the same detail")
+    return (f"{s.task}: {s.at_check} of {s.failures} failures ({s.valid} valid trials) stop at `{s.check}`, {same}"
+            f" ({_clip(s.detail, 120)!r}). Nearly all failures at one identical check point to a contract or grader "
+            "bug: read the contract and a few transcripts before blaming the SDK.")
+
+
+def render_stats(stats: WeekStats, *, failing_table: bool = True) -> str:
+    h = stats.headline
+    lines = [
+        "## Computed figures (code, not model-written)",
+        "",
+        f"Window: {stats.start_date} to {stats.end_date} ({stats.days} days). Source: {stats.source}.",
+        f"Trials in the window: {stats.trials} ({stats.valid} valid, {stats.invalid} invalid and excluded from every "
+        "denominator).",
+        "",
+        "### Headline pass rate",
+        "",
+        f"**{h.fraction()}** passing valid scored trials"
+        + (f" (Wilson 95% {stats.wilson95[0]:.0%}-{stats.wilson95[1]:.0%})" if stats.wilson95 else "")
+        + f"; {h.invalid} invalid scored trials excluded; source-imports tasks reported apart under static adoption.",
+        "",
+    ]
+    lines.extend(f"- Note: {n}" for n in stats.notes)
+    if stats.notes:
+        lines.append("")
+    lines += ["### Suspect tasks (read before blaming the SDK)", ""]
+    if stats.suspects:
+        lines.extend(f"- {suspect_sentence(s)}" for s in stats.suspects)
+    else:
+        lines.append(f"None: no task's failures (>= {SUSPECT_MIN_FAILURES}) stop at one check in >= "
+                     f"{SUSPECT_SHARE:.0%} of cases.")
+    lines.append("")
+    lines += _rate_table("Pass rate by task", "task", stats.by_task)
+    lines += _rate_table("Pass rate by condition", "condition", stats.by_condition)
+    lines += _rate_table("Pass rate by agent", "agent / model", stats.by_agent)
+    lines += _rate_table("Pass rate by batch", "batch date", stats.by_batch)
+    lines += ["### pass^k per batch", ""]
+    if stats.pass_k:
+        lines += _table(["batch", "cells", "k", "cells all-pass", "pass^k"],
+                        [[p.batch, p.cells, p.k, f"{p.all_pass_cells}/{p.cells}", f"{p.estimate:.0%}"]
+                         if p.reportable else [p.batch, p.cells, "-", "-", f"not reportable: {p.why_not}"]
+                         for p in stats.pass_k])
+    else:
+        lines.append("No valid scored trials.")
+    lines.append("")
+    lines += _rate_table("Static adoption (source-imports tasks, not in the headline)", "task", stats.static_adoption)
+    lines += ["### Invalid trials by reason (excluded)", ""]
+    lines += (_table(["reason", "trials"], [list(x) for x in stats.invalid_by_reason])
+              if stats.invalid_by_reason else ["None."])
+    lines += ["", "### Failed valid trials by failure code", ""]
+    lines += (_table(["failure code", "trials"], [list(x) for x in stats.failure_codes])
+              if stats.failure_codes else ["None."])
+    lines += ["", "### Most common failing checks", ""]
+    lines += (_table(["check", "failures", "tasks", "example details"],
+                     [[c.check, c.count, ", ".join(c.tasks), " / ".join(repr(_clip(e, 100)) for e in c.examples)]
+                      for c in stats.failing_checks]) if stats.failing_checks else ["None."])
+    perf = stats.performance
+    lines += ["", f"### Performance (medians over {perf.passing_trials} passing valid scored trials)", ""]
+    m = perf.medians
+    lines += _table(["duration", "turns", "tool calls", "tokens in", "tokens out", "total cost", "cost per success"],
+                    [[_num(None if m["duration_ms"] is None else m["duration_ms"] / 1000, " s"), _num(m["turns"]),
+                      _num(m["tool_calls"]), _num(m["tokens_in"]), _num(m["tokens_out"]),
+                      "-" if perf.total_cost_usd is None else f"${perf.total_cost_usd:.2f}",
+                      "-" if perf.cost_per_success_usd is None else f"${perf.cost_per_success_usd:.2f}"]])
+    lines += ["", "### SDK path of valid trials (a recorded fact, worth nothing)", ""]
+    lines += _table(["sdk path", "trials"], [list(x) for x in stats.sdk_paths]) if stats.sdk_paths else ["None."]
+    lines += ["", "### Grader versions seen", ""]
+    lines += _table(["grader version", "trials"], [list(x) for x in stats.grader_versions]) \
+        if stats.grader_versions else ["None."]
+    if not failing_table:
+        return "\n".join(lines) + "\n"
+    lines += ["", "### Failing trials and their memos", ""]
+    lines += (_table(["trial", "batch", "run", "failure", "check", "memo"],
+                     [[f.trial_name, f.batch, f.run_id or "-", f.failure_code or "-", f.failing_check or "-",
+                       f"{_display_path(f.memo_path)} ({f.memo_status})"] for f in stats.failing])
+              if stats.failing else ["None."])
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The prompt
+
+SYSTEM_PROMPT = ("You write the qualitative part of a weekly report on agentic-readiness evals of an MCP server SDK. "
+                 "You summarize and cite; you never compute or score.")
+
+INSTRUCTIONS = f"""\
+Coding agents were asked to build MCP servers with an SDK; a deterministic grader marked each trial pass, fail or \
+invalid (infrastructure). Code has already computed every figure below. An unscored judge wrote a memo per trial \
+(prose with verbatim transcript quotes). Your job is only the qualitative part.
+
+Write exactly these three sections as markdown, with these headings:
+
+## {SECTIONS[0]}
+Bullets: the patterns that recur across failing trials (where agents lost time, what tripped them), each naming the \
+tasks and trials it comes from. Most important first.
+
+## {SECTIONS[1]}
+Bullets: for each struggle, one to three verbatim quotes taken from the memos (or the failure details) below, each \
+followed by the trial name it comes from.
+
+## {SECTIONS[2]}
+Numbered drafts for a human to triage. Each: a title, a category (one of: {", ".join(ISSUE_CATEGORIES)}), the \
+evidence (quotes and trial names), and what a human should check or change.
+
+Rules:
+1. Do not compute, restate or invent figures (pass rates, counts, percentages, medians): the report prints the \
+code's tables beside your text. Refer to tasks, checks and trials by name.
+2. Quotes go in backticks and are copied exactly, one contiguous span each: no ellipses, no edits. Code checks every \
+quote against the memos and transcripts and flags the ones it cannot find. Use double quotes only for verbatim quotes.
+3. Suspect tasks (listed below) fail nearly always at one identical check. Treat that as a probable contract or \
+grader bug: propose a `contract` issue to read the contract and transcripts, and do not attribute it to the SDK.
+4. Memos marked unverified contain quotes code could not find in the transcript; do not rely on those quotes.
+5. If the memos show no recurring struggle, say so in one line per section.
+"""
+
+
+def _select_memos(failing: list[FailingTrial]) -> tuple[list[FailingTrial], int]:
+    """Round-robin over tasks so every failing task is represented before any task gets a second memo, within the
+    prompt budget. Deterministic: the order is task, batch, condition, trial."""
+    queues: dict[str, list[FailingTrial]] = defaultdict(list)
+    for f in failing:
+        if f.memo_status == "written" and f.memo_text:
+            queues[f.task].append(f)
+    chosen: list[FailingTrial] = []
+    used = 0
+    while any(queues.values()):
+        for task in sorted(queues):
+            if not queues[task]:
+                continue
+            f = queues[task].pop(0)
+            size = min(len(memo_body(f.memo_text or "")), MEMO_CHAR_BUDGET)
+            if used + size > MEMOS_CHAR_BUDGET:
+                queues[task].clear()
+                continue
+            chosen.append(f)
+            used += size
+    with_memo = sum(1 for f in failing if f.memo_status == "written" and f.memo_text)
+    return chosen, with_memo - len(chosen)
+
+
+def build_prompt(stats: WeekStats, memos: list[FailingTrial] | None = None) -> str:
+    """The model's whole user message: the instructions, the code's figures as context, the suspects and the
+    failing trials' memos. `memos` defaults to the window's failing trials (`stats.failing`)."""
+    failing = stats.failing if memos is None else memos
+    chosen, left_out = _select_memos(failing)
+    parts = [INSTRUCTIONS, "# Figures computed by code (context only; do not restate)", "",
+             render_stats(stats, failing_table=False)]
+    parts.append("# Suspect tasks")
+    parts.append("\n".join(f"- {suspect_sentence(s)}" for s in stats.suspects) if stats.suspects else "None.")
+    parts.append("")
+    parts.append("# Failing trials without a memo (failure details only)")
+    shown = {id(f) for f in chosen}
+    without = [f for f in failing if id(f) not in shown]
+    parts.append("\n".join(
+        f"- {f.trial_name} (batch {f.batch}): {f.failure_code} at `{f.failing_check}`: {_clip(f.failing_detail, 300)}"
+        f" [memo {f.memo_status}]" for f in without[:MAX_LISTED_WITHOUT_MEMO]) if without else "None.")
+    if len(without) > MAX_LISTED_WITHOUT_MEMO:
+        parts.append(f"- ... and {len(without) - MAX_LISTED_WITHOUT_MEMO} more (see the failing-checks table)")
+    parts.append("")
+    parts.append(f"# Memos of failing trials ({len(chosen)} shown"
+                 + (f", {left_out} left out for length" if left_out else "") + ")")
+    for f in chosen:
+        text = f.memo_text or ""
+        flagged = " (memo has UNVERIFIED quotes)" if "unverified=" in text.splitlines()[0] else ""
+        body, _ = truncate_middle(memo_body(text), MEMO_CHAR_BUDGET)
+        parts += ["", f"## {f.trial_name} (batch {f.batch}, run {f.run_id}){flagged}",
+                  f"Grader: {f.failure_code} at `{f.failing_check}`: {_clip(f.failing_detail, 300)}",
+                  "", body]
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The report
+
+@dataclass
+class SynthesisResult:
+    stats: WeekStats
+    prompt: str
+    report_path: Path | None  # None on a dry run
+    model: str
+    model_text: str | None = None
+    model_error: str | None = None
+    quotes: list[str] = field(default_factory=list)
+    unverified_quotes: list[str] = field(default_factory=list)
+    missing_sections: list[str] = field(default_factory=list)
+    slack_text: str | None = None
+    slack_posted: bool = False
+
+
+def _demote_headings(text: str) -> str:
+    """Push the model's headings one level down so they sit under the report's model-written section."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if not fenced and re.match(r"#{1,5} ", line):
+            line = "#" + line
+        out.append(line)
+    return "\n".join(out)
+
+
+def _quote_sources(stats: WeekStats) -> list[str]:
+    sources = []
+    for f in stats.failing:
+        if f.memo_text:
+            sources.append(memo_body(f.memo_text))
+        if f.failing_detail:
+            sources.append(f.failing_detail)
+        if f.transcript_path and f.transcript_path.exists():
+            sources.append(load_transcript(f.transcript_path)[1])
+    return sources
+
+
+def render_report(result: SynthesisResult) -> str:
+    stats = result.stats
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"# Weekly synthesis: {stats.start_date} to {stats.end_date}",
+        "",
+        f"Generated {generated}. Headline: **{stats.headline.fraction()}** valid scored trials passed. Every figure "
+        "below is computed by code from the trial records; only the section marked model-written comes from "
+        f"{result.model}, and it never changes a number.",
+        "",
+        render_stats(stats),
+        f"## Model-written analysis ({result.model}; unscored, verify against the memos)",
+        "",
+        "> Everything in this section was written by a language model from the memos of failing trials. Quotes are "
+        "checked by code (below); proposed issues are drafts for human review, not decisions.",
+        "",
+    ]
+    if result.model_text:
+        lines += [_demote_headings(result.model_text.strip()), "", "### Quote check (code)", ""]
+        if result.unverified_quotes:
+            lines.append(f"**{len(result.unverified_quotes)} of {len(result.quotes)} quoted spans were not found "
+                         "verbatim in the memos, failure details or transcripts; treat the claims they support as "
+                         "unconfirmed:**")
+            lines.extend(f"- `{q}`" if "`" not in q else f"- `` {q} ``" for q in result.unverified_quotes)
+        else:
+            lines.append(f"All {len(result.quotes)} quoted spans were found verbatim in the memos, failure details "
+                         "or transcripts.")
+        if result.missing_sections:
+            lines += ["", f"Sections the model left out: {', '.join(result.missing_sections)}."]
+    elif result.model_error:
+        lines.append(f"**No model-written analysis: the synthesis model failed ({result.model_error}).** The "
+                     "computed figures above are complete.")
+    else:
+        lines.append("No failing trials in this window: nothing for the model to synthesize.")
+    return "\n".join(lines) + "\n"
+
+
+def _section_bullets(text: str, heading: str, limit: int = 3) -> list[str]:
+    match = re.search(rf"^#+\s*{re.escape(heading)}\s*$(.*?)(?=^#+\s|\Z)", text, re.MULTILINE | re.DOTALL)
+    if not match:
+        return []
+    bullets = [re.sub(r"^\s*(?:[-*]|\d+[.)])\s+", "", line).strip() for line in match.group(1).splitlines()
+               if re.match(r"^\s*(?:[-*]|\d+[.)])\s+", line)]
+    return [_clip(b, 200) for b in bullets[:limit]]
+
+
+def slack_summary(result: SynthesisResult, report_ref: str) -> str:
+    stats = result.stats
+    lines = [f"*Weekly MCP evals synthesis, {stats.start_date} to {stats.end_date}*",
+             f"Pass rate: *{stats.headline.fraction()}* valid scored trials "
+             f"({stats.invalid} invalid excluded)."]
+    for s in stats.suspects:
+        lines.append(f"Suspect (contract/grader?): {s.task}, {s.at_check} of {s.failures} failures at `{s.check}`.")
+    struggles = _section_bullets(result.model_text or "", SECTIONS[0])
+    if struggles:
+        lines.append("Top struggles (model-written):")
+        lines.extend(f"• {b}" for b in struggles)
+    elif result.model_error:
+        lines.append(f"Synthesis model failed: {_clip(result.model_error, 200)}")
+    lines.append(f"Report: {report_ref}")
+    return "\n".join(lines)
+
+
+def _post_slack(webhook: str, text: str) -> None:
+    import httpx2 as httpx  # the HTTP client of mcp and openai 3.x, declared in pyproject.toml
+
+    try:
+        response = httpx.post(webhook, json={"text": text}, timeout=SLACK_TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        raise SynthesisError(f"posting to {SLACK_ENV} failed: {type(exc).__name__}: {exc}") from exc
+    if response.status_code >= 300:
+        raise SynthesisError(f"posting to {SLACK_ENV} failed: HTTP {response.status_code} {response.text[:200]}")
+
+
+def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: Path | str | None = None,
+               dry_run: bool = False, slack: bool = False, model: str | None = None, base_url: str | None = None,
+               *, out_dir: Path | None = None, require_model: bool = True) -> SynthesisResult:
+    """Write eval_results/synthesis/<end_date>.md (or `out_dir`/<end_date>.md) and optionally post to Slack.
+
+    Configuration errors (SLACK_WEBHOOK_URL missing with `slack`, no model key without `dry_run`) raise
+    SynthesisError before anything is read. A failing model call still writes the report with the computed figures
+    and says the model failed. A failed Slack post raises after the report is written. With require_model=False
+    (the scheduled asset) a missing key writes the figures and states that the model part was skipped."""
+    model = model or SYNTHESIS_MODEL
+    webhook = os.environ.get(SLACK_ENV) if slack else None
+    if slack and not webhook:
+        raise SynthesisError(f"--slack needs the {SLACK_ENV} environment variable (a Slack incoming-webhook URL); "
+                             "it is not set. Set it or omit --slack.")
+    api_key = first_key(SYNTHESIS_KEY_ENV)
+    if not dry_run and api_key is None and require_model:
+        raise SynthesisError(f"the synthesis model {model} needs {' or '.join(SYNTHESIS_KEY_ENV)}; it is not set. "
+                             "Use --dry-run to see the prompt and figures without a model call.")
+
+    end = _as_date(end_date)
+    if results_dir is not None:
+        stats = stats_from_results_dir(Path(results_dir), end, days)
+    else:
+        stats = compute_week_stats(TrialStore(), end, days)
+    prompt = build_prompt(stats)
+    result = SynthesisResult(stats=stats, prompt=prompt, report_path=None, model=model)
+
+    if dry_run:
+        print(render_stats(stats))
+        print("=" * 30 + " prompt (system) " + "=" * 30)
+        print(SYSTEM_PROMPT)
+        print("=" * 30 + " prompt (user) " + "=" * 30)
+        print(prompt)
+        if slack:
+            result.slack_text = slack_summary(result, "(dry run: no report written)")
+            print("=" * 30 + " Slack message (dry run: not posted) " + "=" * 30)
+            print(result.slack_text)
+        return result
+
+    if stats.failing and api_key is None:
+        result.model_error = f"skipped: {' or '.join(SYNTHESIS_KEY_ENV)} is not set"
+    elif stats.failing:
+        try:
+            result.model_text = chat(SYSTEM_PROMPT, prompt, model=model, base_url=base_url,
+                                     api_key=api_key or "", timeout_s=MODEL_TIMEOUT_S)
+        except Exception as exc:  # the figures are still worth a report; the failure is stated in it
+            result.model_error = f"{type(exc).__name__}: {exc}"
+    if result.model_text:
+        result.quotes = extract_quotes(result.model_text)
+        _, result.unverified_quotes = verify_quotes(result.quotes, _quote_sources(stats))
+        result.missing_sections = [s for s in SECTIONS
+                                   if not re.search(rf"^#+\s*{re.escape(s)}", result.model_text, re.MULTILINE)]
+
+    target_dir = Path(out_dir) if out_dir else synthesis_dir()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    result.report_path = target_dir / f"{end.isoformat()}.md"
+    result.report_path.write_text(render_report(result), encoding="utf-8")
+
+    if slack and webhook:
+        base = os.environ.get(REPORT_BASE_URL_ENV, "").rstrip("/")
+        ref = f"{base}/synthesis/{result.report_path.name}" if base else _display_path(result.report_path)
+        result.slack_text = slack_summary(result, ref)
+        _post_slack(webhook, result.slack_text)
+        result.slack_posted = True
+    return result
+
+
+def stats_json(stats: WeekStats) -> str:
+    """The figures as JSON (for tools and tests); memo texts are left out, their paths kept."""
+
+    def default(value: object) -> object:
+        if isinstance(value, (date, Path)):
+            return str(value)
+        raise TypeError(type(value).__name__)
+
+    data = asdict(stats)
+    for f in data["failing"]:
+        f.pop("memo_text", None)
+    return json.dumps(data, default=default, indent=2)

@@ -1,0 +1,460 @@
+"""SQL metric models on a hand-built store: every expected number below was worked out by hand from the trial
+table in `_dataset()`, not recomputed by the SQL under test. One test runs them on the 259 real legacy runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from mcp_evals_pipeline.contracts.grade import TrialGrade, stage_of_check_id
+from mcp_evals_pipeline.contracts.records import RunFile, TrialPerf, TrialRecord
+from mcp_evals_pipeline.sql_models import (
+    SqlModelError,
+    load_models,
+    materialize_models,
+    sql_model_specs,
+    topological_order,
+)
+from mcp_evals_pipeline.store import TrialStore
+
+# The earlier harness's real runs, beside the repository (see DESIGN.md, "Records").
+LEGACY_RUNS = Path(__file__).resolve().parents[2] / "shared" / "legacy_runs"
+
+# The interface other code reads: model -> columns, in order.
+COLUMNS: dict[str, list[str]] = {
+    "pass_rate": ["run_id", "batch_id", "batch_date", "agent_runner", "agent_model", "condition", "passed",
+                  "valid_scored", "trials", "invalid", "pass_rate", "wilson_low", "wilson_high"],
+    "cell_matrix": ["run_id", "task", "condition", "passes", "valid_scored", "trials", "invalid"],
+    "pass_k": ["run_id", "condition", "cells", "k", "all_pass_cells", "pass_k", "reported"],
+    "pass_k_curve": ["run_id", "condition", "k", "value", "cells"],
+    "skill_deltas": ["run_id", "workspace_part", "skill_passed", "skill_valid", "skill_rate", "noskill_passed",
+                     "noskill_valid", "noskill_rate", "delta", "paired_tasks", "paired_delta"],
+    "skill_deltas_by_task": ["run_id", "workspace_part", "task", "skill_passed", "skill_valid", "noskill_passed",
+                             "noskill_valid", "delta"],
+    "performance": ["run_id", "condition", "passes", "median_duration_ms", "median_turns", "median_tool_calls",
+                    "median_tokens_in", "median_tokens_out", "total_cost_usd", "cost_per_success"],
+    "failure_breakdown": ["run_id", "failure_code", "trials"],
+    "sdk_path_breakdown": ["run_id", "sdk_path", "trials", "valid_trials", "invalid_trials"],
+    "invalid_breakdown": ["run_id", "invalid_reason", "trials"],
+    "static_adoption": ["run_id", "task", "condition", "trials", "passes"],
+    "trends": ["batch_id", "batch_date", "agent_runner", "agent_model", "condition", "grader_versions", "passed",
+               "valid_scored", "invalid", "pass_rate", "wilson_low", "wilson_high", "grader_boundary"],
+    "suspect_markers": ["task", "agent_runner", "agent_model", "batches", "valid_scored", "failed",
+                        "top_failing_check", "top_check_failures", "top_detail", "top_share", "suspect"],
+}
+
+NS, SK = "noskill+blank", "skill+blank"
+ENTRY_DETAIL = "no entry file found (tried: server.py)"
+
+
+def _trial(run: str, batch: str, date: str, grader: str, task: str, condition: str, trial: int, outcome: str,
+           *, check: str = "", detail: str | None = None, agent: str = "codex", model: str = "gpt-test",
+           scored: bool = True, sdk: str = "mcp-use", perf: tuple[int, int, int, int, int] | None = None,
+           cost: float | None = None, attempt: int = 1) -> TrialRecord:
+    """outcome: "pass", "fail" (at `check`) or an infra code such as "infra.agent"."""
+    checks = [{"id": "install", "pass": True}]
+    if outcome == "fail":
+        checks.append({"id": check, "pass": False, "detail": detail})
+    valid = not outcome.startswith("infra.")
+    grade = TrialGrade.model_validate({
+        "contractPass": outcome == "pass",
+        "checks": checks if valid else [],
+        "failureCode": None if outcome == "pass" else
+        (f"contract.{stage_of_check_id(check)}" if outcome == "fail" else outcome),
+        "sdkPath": sdk if valid else "unknown",
+        "scoredForPassRate": scored,
+    })
+    # Failing and invalid trials get outsized numbers: if they leaked into the medians, the medians would move.
+    duration, turns, tool_calls, tokens_in, tokens_out = perf or (999_999, 99, 99, 99_999, 9_999)
+    return TrialRecord(
+        task=task, condition=condition, trial=trial, agent_runner=agent, agent_model=model, grader_version=grader,
+        batch_id=batch, batch_date=date, run_id=run, attempt=attempt, valid=valid,
+        invalid_reason=None if valid else outcome, grade=grade,
+        perf=TrialPerf(duration_ms=duration, turns=turns, tool_calls=tool_calls, tokens_in=tokens_in,
+                       tokens_out=tokens_out, cost_usd=cost),
+        timestamp=f"{date}T14:00:00Z",
+    )
+
+
+def _dataset() -> tuple[list[TrialRecord], list[TrialRecord]]:
+    """(first write, a retry written afterwards).
+
+    codex/gpt-test, three batches (runs R1-R3); claude/sonnet-test, twelve one-trial batches for suspect markers.
+
+    R1 = batch B1, 2026-09-01, grader 2.1.0          noskill+blank              skill+blank
+        t-alpha                                      P P F(call:add:1)          P P P
+        t-beta                                       F(entry) F(entry) I        P F(tools)
+        t-gamma                                      I I I(sandbox)             P P P (last one without cost)
+        t-static (source-imports, official-sdk)      P P F(imports)             P
+    R2 = B2, 2026-09-03, grader 2.2.0: noskill+blank t-alpha F->retry P, P; t-beta F(entry)
+    R3 = B3, 2026-09-05, grader 2.2.0: noskill+blank t-alpha P P, t-beta P; skill+scaffold t-alpha I
+    """
+    r1 = ("R1", "B1", "2026-09-01", "2.1.0")
+    records = [
+        _trial(*r1, "t-alpha", NS, 1, "pass", perf=(1000, 10, 26, 100, 10), cost=0.10),
+        _trial(*r1, "t-alpha", NS, 2, "pass", perf=(2000, 11, 27, 300, 20), cost=0.20),
+        _trial(*r1, "t-alpha", NS, 3, "fail", check="call:add:1", cost=0.30),
+        _trial(*r1, "t-beta", NS, 1, "fail", check="entry", detail=ENTRY_DETAIL, cost=0.40),
+        _trial(*r1, "t-beta", NS, 2, "fail", check="entry", detail=ENTRY_DETAIL, cost=0.50),
+        _trial(*r1, "t-beta", NS, 3, "infra.agent"),
+        _trial(*r1, "t-gamma", NS, 1, "infra.agent"),
+        _trial(*r1, "t-gamma", NS, 2, "infra.agent"),
+        _trial(*r1, "t-gamma", NS, 3, "infra.sandbox"),
+        _trial(*r1, "t-static", NS, 1, "pass", scored=False, sdk="official-sdk", cost=0.05),
+        _trial(*r1, "t-static", NS, 2, "pass", scored=False, sdk="official-sdk", cost=0.05),
+        _trial(*r1, "t-static", NS, 3, "fail", check="imports", scored=False, sdk="official-sdk", cost=0.05),
+        _trial(*r1, "t-alpha", SK, 1, "pass", perf=(3000, 20, 30, 1000, 70), cost=0.10),
+        _trial(*r1, "t-alpha", SK, 2, "pass", perf=(4000, 21, 31, 1000, 70), cost=0.10),
+        _trial(*r1, "t-alpha", SK, 3, "pass", perf=(5000, 22, 32, 1000, 70), cost=0.10),
+        _trial(*r1, "t-beta", SK, 1, "pass", perf=(6000, 23, 33, 1000, 70), cost=0.10),
+        _trial(*r1, "t-beta", SK, 2, "fail", check="tools", cost=0.10),
+        _trial(*r1, "t-gamma", SK, 1, "pass", perf=(7000, 24, 34, 1000, 70), cost=0.10),
+        _trial(*r1, "t-gamma", SK, 2, "pass", perf=(8000, 25, 35, 1000, 70), cost=0.10),
+        _trial(*r1, "t-gamma", SK, 3, "pass", perf=(9000, 26, 36, 1000, 70), cost=None),
+        _trial(*r1, "t-static", SK, 1, "pass", scored=False, sdk="official-sdk", cost=0.05),
+    ]
+    r2 = ("R2", "B2", "2026-09-03", "2.2.0")
+    records += [
+        _trial(*r2, "t-alpha", NS, 1, "fail", check="call:add:1", cost=0.01),  # superseded by attempt 2
+        _trial(*r2, "t-alpha", NS, 2, "pass", perf=(1500, 5, 5, 50, 5), cost=0.02),
+        _trial(*r2, "t-beta", NS, 1, "fail", check="entry", detail=ENTRY_DETAIL, cost=0.03),
+    ]
+    r3 = ("R3", "B3", "2026-09-05", "2.2.0")
+    records += [
+        _trial(*r3, "t-alpha", NS, 1, "pass", perf=(1, 1, 1, 1, 1), cost=0.01),
+        _trial(*r3, "t-alpha", NS, 2, "pass", perf=(1, 1, 1, 1, 1), cost=0.01),
+        _trial(*r3, "t-beta", NS, 1, "pass", perf=(1, 1, 1, 1, 1), cost=0.01),
+        _trial(*r3, "t-alpha", "skill+scaffold", 1, "infra.agent"),
+    ]
+    # claude: batch i (1..12) on 2026-10-<i>; batch ids run backwards so only the date gives the right order.
+    # t-broken: passes in batches 1-2, then fails at `entry` in 3-12 (batch 7 with another detail).
+    # t-varied: fails at `start` in batches 1-2 (outside the 10-batch window; counted, they would win the top
+    # check), then call:a:1 in 3-6, tools in 7-9, start in 10-12.
+    for i in range(1, 13):
+        run = (f"C{i:02d}", f"c-{13 - i:02d}", f"2026-10-{i:02d}", "3.0.0")
+        common = {"agent": "claude", "model": "sonnet-test"}
+        if i <= 2:
+            records.append(_trial(*run, "t-broken", NS, 1, "pass", perf=(1, 1, 1, 1, 1), **common))
+        else:
+            detail = "no entry file found (tried: main.py)" if i == 7 else ENTRY_DETAIL
+            records.append(_trial(*run, "t-broken", NS, 1, "fail", check="entry", detail=detail, **common))
+        varied = "start" if i <= 2 or i >= 10 else "call:a:1" if i <= 6 else "tools"
+        records.append(_trial(*run, "t-varied", NS, 1, "fail", check=varied, detail=f"{varied} failed", **common))
+    retry = [_trial(*r2, "t-alpha", NS, 1, "pass", perf=(500, 5, 5, 50, 5), cost=0.01, attempt=2)]
+    return records, retry
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlmodels") / "evals.duckdb"
+    store = TrialStore(path)
+    first, retry = _dataset()
+    store.record_trials(first)
+    store.record_trials(retry)
+    with store.connect() as con:
+        counts = materialize_models(con)
+    assert set(counts) == {"stg_trials", *COLUMNS}
+    return path
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def _approx(rows: list[tuple]) -> list[tuple]:
+    return [tuple(pytest.approx(v) if isinstance(v, float) else v for v in row) for row in rows]
+
+
+@pytest.mark.parametrize("model", sorted(COLUMNS))
+def test_columns_are_the_interface(db: Path, model: str) -> None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        names = [d[0] for d in con.execute(f"SELECT * FROM {model} LIMIT 0").description]
+    assert names == COLUMNS[model]
+
+
+def test_stg_trials_is_current_attempts_plus_flags(db: Path) -> None:
+    with duckdb.connect(str(db), read_only=True) as con:
+        trial_columns = [d[0] for d in con.execute("SELECT * FROM trials LIMIT 0").description]
+        stg_columns = [d[0] for d in con.execute("SELECT * FROM stg_trials LIMIT 0").description]
+    assert stg_columns == [*trial_columns, "cell", "scored", "passed", "skill_part", "workspace_part"]
+    # 21 + 3 + 4 + 24 current trials; R2's first attempt at t-alpha t1 is superseded by its retry.
+    assert _rows(db, "SELECT count(*) FROM stg_trials") == [(52,)]
+    assert _rows(db, "SELECT contract_pass FROM stg_trials WHERE run_id = 'R2' AND task = 't-alpha' AND trial = 1") \
+        == [(True,)]
+    assert _rows(db, """SELECT cell, scored, passed, skill_part, workspace_part FROM stg_trials
+                        WHERE run_id = 'R1' AND trial = 1 AND condition = 'skill+blank' ORDER BY task""") == [
+        ("t-alpha--skill+blank", True, True, "skill", "blank"),
+        ("t-beta--skill+blank", True, True, "skill", "blank"),
+        ("t-gamma--skill+blank", True, True, "skill", "blank"),
+        ("t-static--skill+blank", False, False, "skill", "blank"),
+    ]
+
+
+def test_pass_rate(db: Path) -> None:
+    rows = _rows(db, "SELECT * EXCLUDE (batch_id, agent_runner, agent_model) FROM pass_rate WHERE run_id LIKE 'R%'")
+    d1, d2, d3 = dt.date(2026, 9, 1), dt.date(2026, 9, 3), dt.date(2026, 9, 5)
+    assert rows == _approx([
+        # R1: 9 of 13 valid scored passed; 21 rows, 4 invalid; t-static's 4 valid trials count only in `trials`.
+        ("R1", d1, "*", 9, 13, 21, 4, 9 / 13, 0.4236888781333764, 0.8731950283838191),
+        ("R1", d1, NS, 2, 5, 12, 4, 0.4, 0.1176182311592533, 0.769280067791163),
+        ("R1", d1, SK, 7, 8, 9, 0, 0.875, 0.5291051942301386, 0.9775830911367038),
+        ("R2", d2, "*", 2, 3, 3, 0, 2 / 3, 0.2076549551264879, 0.9385096847238394),
+        ("R2", d2, NS, 2, 3, 3, 0, 2 / 3, 0.2076549551264879, 0.9385096847238394),
+        ("R3", d3, "*", 3, 3, 4, 1, 1.0, 0.43849391955098227, 1.0),
+        ("R3", d3, NS, 3, 3, 3, 0, 1.0, 0.43849391955098227, 1.0),
+        ("R3", d3, "skill+scaffold", 0, 0, 1, 1, None, None, None),  # nothing valid: no rate, no interval
+    ])
+    assert _rows(db, "SELECT DISTINCT batch_id, agent_runner, agent_model FROM pass_rate WHERE run_id = 'R1'") \
+        == [("B1", "codex", "gpt-test")]
+    # A 0/2 batch: the lower bound is exactly 0, not a rounding hair below it.
+    assert _rows(db, "SELECT passed, valid_scored, wilson_low FROM pass_rate "
+                     "WHERE run_id = 'C03' AND condition = '*'") == [(0, 2, 0.0)]
+
+
+def test_cell_matrix(db: Path) -> None:
+    assert _rows(db, "SELECT task, condition, passes, valid_scored, trials, invalid FROM cell_matrix "
+                     "WHERE run_id IN ('R1', 'R3') ORDER BY run_id, task, condition") == [
+        # R1; t-static is source-imports and absent; t-gamma under noskill held only invalid trials
+        ("t-alpha", NS, 2, 3, 3, 0),
+        ("t-alpha", SK, 3, 3, 3, 0),
+        ("t-beta", NS, 0, 2, 3, 1),
+        ("t-beta", SK, 1, 2, 2, 0),
+        ("t-gamma", NS, 0, 0, 3, 3),
+        ("t-gamma", SK, 3, 3, 3, 0),
+        # R3
+        ("t-alpha", NS, 2, 2, 2, 0),
+        ("t-alpha", "skill+scaffold", 0, 0, 1, 1),
+        ("t-beta", NS, 1, 1, 1, 0),
+    ]
+
+
+def test_pass_k(db: Path) -> None:
+    assert _rows(db, "SELECT * FROM pass_k WHERE run_id LIKE 'R%'") == _approx([
+        # R1 counted cells (valid_scored > 0) as (passes, n): alpha-ns (2,3), alpha-sk (3,3), beta-ns (0,2),
+        # beta-sk (1,2), gamma-sk (3,3); gamma-ns has none. k = 2; all-pass: alpha-sk, gamma-sk.
+        ("R1", "*", 5, 2, 2, 0.4, True),
+        ("R1", NS, 2, 2, 0, 0.0, True),
+        ("R1", SK, 3, 2, 2, 2 / 3, True),
+        # R2: alpha (2,2), beta (0,1): a one-trial cell, so pass^k is not reported.
+        ("R2", "*", 2, 1, 1, 0.5, False),
+        ("R2", NS, 2, 1, 1, 0.5, False),
+        ("R3", "*", 2, 1, 2, 1.0, False),
+        ("R3", NS, 2, 1, 2, 1.0, False),
+        ("R3", "skill+scaffold", 0, None, 0, None, False),
+    ])
+
+
+def test_pass_k_curve(db: Path) -> None:
+    assert _rows(db, "SELECT * FROM pass_k_curve WHERE run_id IN ('R1', 'R2')") == _approx([
+        # k=1: mean(2/3, 1, 0, 1/2, 1) = 19/30; k=2: mean(1/3, 1, 0, 0, 1) = 7/15; k=3 over the n=3 cells: (0+1+1)/3
+        ("R1", "*", 1, 19 / 30, 5),
+        ("R1", "*", 2, 7 / 15, 5),
+        ("R1", "*", 3, 2 / 3, 3),
+        ("R1", NS, 1, 1 / 3, 2),
+        ("R1", NS, 2, 1 / 6, 2),
+        ("R1", NS, 3, 0.0, 1),
+        ("R1", SK, 1, 5 / 6, 3),
+        ("R1", SK, 2, 2 / 3, 3),
+        ("R1", SK, 3, 1.0, 2),
+        ("R2", "*", 1, 0.5, 2),
+        ("R2", "*", 2, 1.0, 1),
+        ("R2", NS, 1, 0.5, 2),
+        ("R2", NS, 2, 1.0, 1),
+    ])
+
+
+def test_skill_deltas(db: Path) -> None:
+    # Only R1 has both skill+X and noskill+X (R3's skill+scaffold has no noskill+scaffold partner).
+    assert _rows(db, "SELECT * FROM skill_deltas_by_task") == _approx([
+        ("R1", "blank", "t-alpha", 3, 3, 2, 3, 1 / 3),
+        ("R1", "blank", "t-beta", 1, 2, 0, 2, 0.5),
+        ("R1", "blank", "t-gamma", 3, 3, 0, 0, None),  # no valid noskill trial: unpaired
+    ])
+    # Pooled over the paired tasks alpha + beta: skill 4/5, noskill 2/5; paired mean (1/3 + 1/2) / 2 = 5/12.
+    assert _rows(db, "SELECT * FROM skill_deltas") == _approx([
+        ("R1", "blank", 4, 5, 0.8, 2, 5, 0.4, 0.4, 2, 5 / 12),
+    ])
+
+
+def test_performance(db: Path) -> None:
+    assert _rows(db, "SELECT * FROM performance WHERE run_id = 'R1'") == _approx([
+        # '*' passes: durations 1000, 2000, 3000..9000 -> 5000; turns 10, 11, 20..26 -> 22;
+        # tool calls 26, 27, 30..36 -> 32; cost unknown for t-gamma skill t3, so no total and no cost per success.
+        ("R1", "*", 9, 5000.0, 22.0, 32.0, 1000.0, 70.0, None, None),
+        # two passes: medians average the middle pair (26, 27 -> 26.5). Valid trials cost
+        # 0.10 + 0.20 + 0.30 + 0.40 + 0.50 + 3 x 0.05 = 1.65 (invalid ones lack cost and do not count); / 2 passes.
+        ("R1", NS, 2, 1500.0, 10.5, 26.5, 200.0, 15.0, 1.65, 0.825),
+        ("R1", SK, 7, 6000.0, 23.0, 33.0, 1000.0, 70.0, None, None),
+    ])
+    # R3: no passes under skill+scaffold, and its only trial is invalid, so there is no cost at all.
+    assert _rows(db, "SELECT condition, passes, median_turns, total_cost_usd, cost_per_success FROM performance "
+                     "WHERE run_id = 'R3'") == _approx([
+        ("*", 3, 1.0, 0.03, 0.01), (NS, 3, 1.0, 0.03, 0.01), ("skill+scaffold", 0, None, None, None)])
+
+
+def test_breakdowns(db: Path) -> None:
+    assert _rows(db, "SELECT failure_code, trials FROM failure_breakdown WHERE run_id = 'R1'") == [
+        ("contract.entry", 2), ("contract.calls", 1), ("contract.tools", 1)]  # t-static's imports failure: unscored
+    assert _rows(db, "SELECT * FROM failure_breakdown WHERE run_id = 'R2'") == [("R2", "contract.entry", 1)]
+    assert _rows(db, "SELECT sdk_path, trials, valid_trials, invalid_trials FROM sdk_path_breakdown "
+                     "WHERE run_id = 'R1'") == [("mcp-use", 13, 13, 0), ("official-sdk", 4, 4, 0), ("unknown", 4, 0, 4)]
+    assert _rows(db, "SELECT * FROM invalid_breakdown WHERE run_id LIKE 'R%'") == [
+        ("R1", "infra.agent", 3), ("R1", "infra.sandbox", 1), ("R3", "infra.agent", 1)]
+    assert _rows(db, "SELECT * FROM static_adoption") == [("R1", "t-static", NS, 3, 2), ("R1", "t-static", SK, 1, 1)]
+
+
+def test_trends(db: Path) -> None:
+    d1, d2, d3 = dt.date(2026, 9, 1), dt.date(2026, 9, 3), dt.date(2026, 9, 5)
+    rows = _rows(db, "SELECT * EXCLUDE (agent_runner, agent_model, wilson_low, wilson_high) FROM trends "
+                     "WHERE agent_runner = 'codex'")
+    # B3's skill+scaffold batch has no valid scored trial: no rate and no interval
+    assert _rows(db, "SELECT wilson_low, wilson_high FROM trends WHERE condition = 'skill+scaffold'") == [(None, None)]
+    assert rows == _approx([
+        ("B1", d1, "*", "2.1.0", 9, 13, 4, 9 / 13, False),
+        ("B1", d1, NS, "2.1.0", 2, 5, 4, 0.4, False),
+        ("B1", d1, SK, "2.1.0", 7, 8, 0, 0.875, False),
+        ("B2", d2, "*", "2.2.0", 2, 3, 0, 2 / 3, True),  # grader 2.1.0 -> 2.2.0
+        ("B2", d2, NS, "2.2.0", 2, 3, 0, 2 / 3, True),
+        ("B3", d3, "*", "2.2.0", 3, 3, 1, 1.0, False),
+        ("B3", d3, NS, "2.2.0", 3, 3, 0, 1.0, False),
+        ("B3", d3, "skill+scaffold", "2.2.0", 0, 0, 1, None, False),  # first batch of its series
+    ])
+    assert _rows(db, "SELECT wilson_low, wilson_high FROM trends WHERE batch_id = 'B1' AND condition = '*'") \
+        == _approx([(0.4236888781333764, 0.8731950283838191)])
+    # claude's batch ids run against their dates; the table is ordered by date all the same.
+    claude = _rows(db, "SELECT batch_id, batch_date, passed, grader_boundary FROM trends "
+                       "WHERE agent_runner = 'claude' AND condition = '*'")
+    assert [r[0] for r in claude] == [f"c-{13 - i:02d}" for i in range(1, 13)]
+    assert [r[2] for r in claude] == [1, 1] + [0] * 10
+    assert not any(r[3] for r in claude)
+    dates = [r[0] for r in _rows(db, "SELECT batch_date FROM trends")]
+    assert dates == sorted(dates)
+
+
+def test_suspect_markers(db: Path) -> None:
+    assert _rows(db, "SELECT * FROM suspect_markers") == _approx([
+        # R2's failed first attempt was retried: only the pass counts. 1 failure of 10.
+        ("t-alpha", "codex", "gpt-test", 3, 10, 1, "call:add:1", 1, None, 1.0, False),
+        # entry 3 of 4 failures (B1 twice, B2), tools once: mostly one check, but too few failures
+        ("t-beta", "codex", "gpt-test", 3, 6, 4, "entry", 3, ENTRY_DETAIL, 0.75, False),
+        # 10 most recent batches only (3-12, the passes of 1-2 drop out), all failing at `entry`, 9 of them with
+        # the same detail
+        ("t-broken", "claude", "sonnet-test", 10, 10, 10, "entry", 10, ENTRY_DETAIL, 1.0, True),
+        ("t-gamma", "codex", "gpt-test", 1, 3, 0, None, None, None, None, False),
+        # varied failures: call:a:1 4, tools 3, start 3 in the window (start in batches 1-2 would have won)
+        ("t-varied", "claude", "sonnet-test", 10, 10, 10, "call:a:1", 4, "call:a:1 failed", 0.4, False),
+    ])
+
+
+def test_specs_order_and_descriptions() -> None:
+    specs = sql_model_specs()
+    names = [s.name for s in specs]
+    assert set(names) == {"stg_trials", *COLUMNS}
+    assert names[0] == "stg_trials"
+    for index, spec in enumerate(specs):
+        assert all(names.index(dep) < index for dep in spec.deps), spec.name
+        assert spec.description and not spec.description.startswith("--"), spec.name
+        assert spec.path.name == f"{spec.name}.sql"
+        assert "{{" not in spec.rendered_sql
+    by_name = {s.name: s for s in specs}
+    assert by_name["stg_trials"].depends_on_source and not by_name["stg_trials"].deps
+    assert by_name["skill_deltas"].deps == ("skill_deltas_by_task",)
+    assert by_name["pass_k"].deps == ("cell_matrix",) and not by_name["pass_k"].depends_on_source
+    assert by_name["stg_trials"].description.startswith("Every current trial attempt")
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, sql in files.items():
+        (root / f"{name}.sql").write_text(sql)
+    return root
+
+
+def test_cycle_is_named(tmp_path: Path) -> None:
+    root = _write(tmp_path / "m", {
+        "a": "SELECT * FROM {{ ref('b') }}",
+        "b": "SELECT * FROM {{ ref('c') }}",
+        "c": "SELECT * FROM {{ ref(\"a\") }}",
+    })
+    with pytest.raises(SqlModelError, match=r"cycle between SQL models: a -> b -> c -> a"):
+        load_models(root)
+
+
+def test_unknown_ref_and_source_are_named(tmp_path: Path) -> None:
+    root = _write(tmp_path / "m1", {"a": "SELECT 1 AS x", "b": "SELECT * FROM {{ ref('a') }}, {{ ref('nope') }}"})
+    with pytest.raises(SqlModelError, match=r"b\.sql: refs unknown model\(s\) 'nope' \(known: a, b\)"):
+        load_models(root)
+    root = _write(tmp_path / "m2", {"a": "SELECT * FROM {{ source('runs') }}"})
+    with pytest.raises(SqlModelError, match=r"a\.sql: unknown source 'runs'"):
+        load_models(root)
+    root = _write(tmp_path / "m3", {"a": "SELECT {{ var('x') }}"})
+    with pytest.raises(SqlModelError, match="unsupported template tag"):
+        load_models(root)
+
+
+@pytest.mark.parametrize(("name", "sql", "message"), [
+    ("two", "SELECT 1; SELECT 2", "exactly one SELECT"),
+    ("typo", "SELEC 1", "does not parse"),
+    ("ddl", "CREATE TABLE x (a INT)", "exactly one SELECT"),
+    ("Bad-Name", "SELECT 1", "lower-case SQL identifier"),
+    ("trials", "SELECT 1", "table or view of the store"),
+    ("selfish", "SELECT * FROM {{ ref('selfish') }}", "refs itself"),
+])
+def test_bad_model_files(tmp_path: Path, name: str, sql: str, message: str) -> None:
+    root = _write(tmp_path / "m", {name: sql})
+    with pytest.raises(SqlModelError, match=message):
+        load_models(root)
+
+
+def test_materialize_subset_and_upstream(tmp_path: Path) -> None:
+    root = _write(tmp_path / "m", {
+        "base": "-- The base.\n-- Second line.\nSELECT * FROM {{ source('trials') }};\n",
+        "mid": "SELECT count(*) AS n FROM {{ ref('base') }}",
+        "top": "-- Top.\nSELECT n + 1 AS m FROM {{ ref('mid') }}",
+    })
+    assert [m.name for m in sql_model_specs(root)] == ["base", "mid", "top"]
+    assert load_models(root)["base"].description == "The base. Second line."
+    assert topological_order(load_models(root)) == ["base", "mid", "top"]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE trials AS SELECT range AS i FROM range(4)")
+    with pytest.raises(SqlModelError, match=r"SQL model 'mid' .*mid\.sql\) failed"):
+        materialize_models(con, ["mid"], models_dir=root)  # base not built yet, upstream not requested
+    assert materialize_models(con, ["top"], models_dir=root, include_upstream=True) == {"base": 4, "mid": 1, "top": 1}
+    assert con.execute("SELECT m FROM top").fetchall() == [(5,)]
+    with pytest.raises(SqlModelError, match="unknown SQL model"):
+        materialize_models(con, ["nope"], models_dir=root)
+
+
+@pytest.mark.skipif(not LEGACY_RUNS.is_dir(), reason="the real legacy runs are not on this machine")
+def test_real_legacy_runs(tmp_path: Path) -> None:
+    records: list[TrialRecord] = []
+    run_files = sorted(LEGACY_RUNS.glob("*/run.json"))
+    assert len(run_files) == 259
+    for path in run_files:
+        run = RunFile.model_validate_json(path.read_text())
+        for trial in run.trials:
+            trial.run_id, trial.batch_id = run.run_id, run.batch_id
+            trial.batch_date, trial.grader_version = run.started_at[:10], run.manifest.grader_version
+            records.append(trial)
+    store = TrialStore(tmp_path / "evals.duckdb")
+    assert store.record_trials(records, source="import") == 775
+    with store.connect() as con:
+        materialize_models(con)
+        totals = con.execute("SELECT sum(passed), sum(valid_scored), sum(invalid), sum(trials) FROM pass_rate "
+                             "WHERE condition = '*'").fetchall()
+        suspects = con.execute("SELECT task, top_failing_check, failed, top_share FROM suspect_markers "
+                               "WHERE suspect ORDER BY task").fetchall()
+        clean = con.execute("SELECT count(*) FROM suspect_markers WHERE failed = 0 AND NOT suspect").fetchall()
+    assert totals == [(504, 714, 61, 775)]
+    assert round(504 / 714, 3) == 0.706
+    # v2-10 stops at `entry` and v2-11 at `call:read_record:1` in (nearly) every failure of their last 10 batches.
+    # v2-09 (23% overall) is flagged too: every one of its failures stops at input-required:request_deploy:2 with
+    # the same detail, which is exactly the pattern the marker exists to surface.
+    assert [(task[:5], check) for task, check, _, _ in suspects] == [
+        ("v2-09", "input-required:request_deploy:2"), ("v2-10", "entry"), ("v2-11", "call:read_record:1")]
+    assert all(failed >= 5 and share >= 0.8 for _, _, failed, share in suspects)
+    assert clean == [(6,)]  # the six tasks that always passed
