@@ -331,7 +331,7 @@ def synthesize_cmd(days: int, end_date: str | None, results_dir: Path | None, sl
 @main.command("ratchet-floors")
 def ratchet_floors() -> None:
     """Raise each agent/model pass-rate floor to the lower Wilson bound of its latest run; never lower one."""
-    from mcp_evals_pipeline.defs.checks import LATEST_PER_SERIES, load_floors
+    from mcp_evals_pipeline.defs.checks import LATEST_PER_SERIES, load_floors, series_name
     from mcp_evals_pipeline.paths import pass_rate_floors_path
     from mcp_evals_pipeline.sql_models import materialize_models
 
@@ -340,7 +340,7 @@ def ratchet_floors() -> None:
         materialize_models(con, names=["stg_trials", "pass_rate"])
         rows = con.execute(LATEST_PER_SERIES).fetchall()
     for _run, agent, model, _rate, low in rows:
-        series = f"{agent}/{model}"
+        series = series_name(agent, model)
         if low is not None and float(low) > floors.get(series, 0.0):
             out.print(f"{series}: {floors.get(series, 0.0):.3f} -> {float(low):.3f}")
             floors[series] = round(float(low), 3)

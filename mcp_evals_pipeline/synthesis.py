@@ -791,7 +791,8 @@ def _post_slack(webhook: str, text: str) -> None:
 
 def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: Path | str | None = None,
                dry_run: bool = False, slack: bool = False, model: str | None = None, base_url: str | None = None,
-               *, out_dir: Path | None = None, require_model: bool = True) -> SynthesisResult:
+               *, out_dir: Path | None = None, require_model: bool = True,
+               store: TrialStore | None = None) -> SynthesisResult:
     """Write eval_results/synthesis/<end_date>.md (or `out_dir`/<end_date>.md) and optionally post to Slack.
 
     Configuration errors (SLACK_WEBHOOK_URL missing with `slack`, no model key without `dry_run`) raise
@@ -812,7 +813,7 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
     if results_dir is not None:
         stats = stats_from_results_dir(Path(results_dir), end, days)
     else:
-        stats = compute_week_stats(TrialStore(), end, days)
+        stats = compute_week_stats(store or TrialStore(), end, days)
     prompt = build_prompt(stats)
     result = SynthesisResult(stats=stats, prompt=prompt, report_path=None, model=model)
 

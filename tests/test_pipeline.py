@@ -11,10 +11,10 @@ import dagster as dg
 import pytest
 
 from mcp_evals_pipeline.definitions import defs
-from mcp_evals_pipeline.defs.assets.reports import batch_scorecard
+from mcp_evals_pipeline.defs.assets.reports import batch_scorecard, weekly_synthesis
 from mcp_evals_pipeline.defs.assets.sql_models import sql_models
 from mcp_evals_pipeline.defs.assets.trials import trial
-from mcp_evals_pipeline.defs.checks import trial_rows_are_current
+from mcp_evals_pipeline.defs.checks import pass_rate_above_floor, trial_rows_are_current
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.defs.schedules import baseline_schedule
@@ -45,7 +45,13 @@ def test_partitions_follow_the_design() -> None:
     assert at_tick[-1] == "2026-11-30"
 
 
-def test_trials_models_scorecard_and_checks(store: EvalStore, tmp_path: Path) -> None:
+def test_trials_models_scorecard_and_checks(store: EvalStore, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    floors = tmp_path / "floors.json"
+    floors.write_text(json.dumps({"replay": 0.9}))
+    monkeypatch.setenv("MCP_EVALS_FLOORS", str(floors))
+    monkeypatch.setenv("MCP_EVALS_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with dg.instance_for_test() as instance:
         for n in (1, 2, 3):
             result = _trial(instance, store, f"{TASK}--noskill+blank--t{n}")
@@ -63,12 +69,24 @@ def test_trials_models_scorecard_and_checks(store: EvalStore, tmp_path: Path) ->
                                      "(SELECT count(*) FROM trial_attempts) AS attempts")
         assert counts == [{"current_rows": 3, "attempts": 4}]
 
-        reports = dg.materialize([sql_models, batch_scorecard], partition_key=DATE, instance=instance,
-                                 resources={"eval_store": store})
+        reports = dg.materialize([sql_models, batch_scorecard, pass_rate_above_floor], partition_key=DATE,
+                                 instance=instance, resources={"eval_store": store})
         assert reports.success
+        # 2/3 is under the configured 90% floor: a warning, not a failed run.
+        (floor_check,) = reports.get_asset_check_evaluations()
+        assert not floor_check.passed and floor_check.severity == dg.AssetCheckSeverity.WARN
+        assert "below the floor" in floor_check.metadata["violations"].value
         pass_rate = reports.asset_materializations_for_node("sql_models")
         headline = next(m for m in pass_rate if m.asset_key == dg.AssetKey("pass_rate")).metadata
         assert headline["latest_passed"].value == 2 and headline["latest_valid_scored"].value == 3
+
+        # The weekly synthesis without a key: the code-computed figures are written, the model part is skipped.
+        synthesis = dg.materialize([weekly_synthesis], partition_key="2026-11-23", instance=instance,
+                                   resources={"eval_store": store})
+        meta = synthesis.asset_materializations_for_node("weekly_synthesis")[0].metadata
+        assert meta["passed"].value == 2 and meta["valid_scored"].value == 3
+        assert "skipped" in meta["model"].value and "OPENAI_API_KEY" in meta["model"].value
+        assert Path(meta["report"].value).exists()
 
     run_dir = Path(store.runs_root) / f"{DATE}--replay--default"
     report = (run_dir / "report.md").read_text()

@@ -50,10 +50,15 @@ def load_floors() -> dict[str, float]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def series_name(agent_runner: object, agent_model: object) -> str:
+    """How floors name an agent/model series: `codex/gpt-5.6-terra`, or `replay` when no model ran."""
+    return f"{agent_runner}/{agent_model}" if agent_model else str(agent_runner)
+
+
 def floor_violations(rows: Iterable[dict[str, object]], floors: dict[str, float]) -> list[str]:
     out = []
     for row in rows:
-        series = f"{row['agent_runner']}/{row['agent_model']}"
+        series = series_name(row["agent_runner"], row["agent_model"])
         floor = floors.get(series)
         if floor is not None and row["pass_rate"] is not None and float(row["pass_rate"]) < floor:  # type: ignore[arg-type]
             out.append(f"{series}: {float(row['pass_rate']):.1%} in {row['run_id']} is below the floor {floor:.1%}")  # type: ignore[arg-type]

@@ -61,12 +61,12 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
         "marked skipped."
     ),
 )
-def weekly_synthesis(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+def weekly_synthesis(context: dg.AssetExecutionContext, eval_store: EvalStore) -> dg.MaterializeResult:
     from mcp_evals_pipeline.synthesis import synthesize  # the openai client loads only when a synthesis runs
 
     window = context.partition_time_window
     end_date = (window.end - dt.timedelta(days=1)).date()
-    result = synthesize(end_date=end_date, days=7, require_model=False)
+    result = synthesize(end_date=end_date, days=7, require_model=False, store=eval_store.store())
     head = result.stats.headline
     return dg.MaterializeResult(metadata={
         "report": str(result.report_path),
