@@ -54,3 +54,15 @@ def minimal_contract() -> dict:
         "expectedTools": [{"name": "echo", "requiredProps": ["text"]}],
         "calls": [{"tool": "echo", "args": {"text": "hello"}, "expect": {"type": "contains", "value": "hello"}}],
     }
+
+
+@pytest.fixture(scope="session")
+def legacy_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """All 259 real run directories of the earlier harness (run.json, report.md, memos), unpacked from a 66 KB
+    archive of ../shared/legacy_runs so the tests never depend on where the checkout sits."""
+    import tarfile
+
+    target = tmp_path_factory.mktemp("legacy")
+    with tarfile.open(Path(__file__).parent / "fixtures" / "legacy_runs.tar.xz") as archive:
+        archive.extractall(target, filter="data")
+    return target / "legacy_runs"

@@ -22,7 +22,6 @@ from mcp_evals_pipeline.sql_models import materialize_models
 from mcp_evals_pipeline.store import TrialStore
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "legacy_runs"
-SHARED_LEGACY = Path(__file__).resolve().parents[2] / "shared" / "legacy_runs"
 FIXTURE_RUNS = sorted(p.name for p in FIXTURE.iterdir() if (p / "run.json").is_file())
 
 
@@ -201,10 +200,9 @@ def test_report_needs_the_models(tmp_path: Path) -> None:
         render_report(FIXTURE_RUNS[0], con)
 
 
-@pytest.mark.skipif(not SHARED_LEGACY.is_dir(), reason=f"{SHARED_LEGACY} not present")
-def test_all_legacy_reports_reproduce(tmp_path: Path) -> None:
-    store, results, run_ids = _materialized_store(tmp_path, SHARED_LEGACY)
-    assert len(run_ids) == len(list(SHARED_LEGACY.glob("*/run.json")))
+def test_all_legacy_reports_reproduce(tmp_path: Path, legacy_runs: Path) -> None:
+    store, results, run_ids = _materialized_store(tmp_path, legacy_runs)
+    assert len(run_ids) == len(list(legacy_runs.glob("*/run.json"))) == 259
     checked = []
     with store.connect() as con:
         for run_id in run_ids:
@@ -216,7 +214,7 @@ def test_all_legacy_reports_reproduce(tmp_path: Path) -> None:
             assert figures(ours) == figures(legacy), run_id
             assert ours.splitlines()[:3] == legacy.splitlines()[:3], run_id
             checked.append(run_id)
-    assert len(checked) == len(list(SHARED_LEGACY.glob("*/report.md"))) == 48
+    assert len(checked) == len(list(legacy_runs.glob("*/report.md"))) == 48
 
 
 # --- our own sections, on a synthetic run the legacy data never had ---------------------------------------------

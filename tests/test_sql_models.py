@@ -21,7 +21,6 @@ from mcp_evals_pipeline.sql_models import (
 from mcp_evals_pipeline.store import TrialStore
 
 # The earlier harness's real runs, beside the repository (see DESIGN.md, "Records").
-LEGACY_RUNS = Path(__file__).resolve().parents[2] / "shared" / "legacy_runs"
 
 # The interface other code reads: model -> columns, in order.
 COLUMNS: dict[str, list[str]] = {
@@ -429,10 +428,9 @@ def test_materialize_subset_and_upstream(tmp_path: Path) -> None:
         materialize_models(con, ["nope"], models_dir=root)
 
 
-@pytest.mark.skipif(not LEGACY_RUNS.is_dir(), reason="the real legacy runs are not on this machine")
-def test_real_legacy_runs(tmp_path: Path) -> None:
+def test_real_legacy_runs(tmp_path: Path, legacy_runs: Path) -> None:
     records: list[TrialRecord] = []
-    run_files = sorted(LEGACY_RUNS.glob("*/run.json"))
+    run_files = sorted(legacy_runs.glob("*/run.json"))
     assert len(run_files) == 259
     for path in run_files:
         run = RunFile.model_validate_json(path.read_text())
