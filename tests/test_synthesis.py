@@ -28,7 +28,6 @@ from mcp_evals_pipeline.synthesis import (
 )
 from tests.support.openai_server import ScriptedOpenAI, failure, reply
 
-LEGACY = Path("/work/shared/legacy_runs")
 END = "2026-11-30"  # a Monday: the window is Tue 2026-11-24 .. Mon 2026-11-30
 ENTRY_DETAIL = "no entry file found (tried: server.py, main.py)"
 ADD_DETAIL = 'add({"a":2,"b":3}) -> "6" did not match {"type":"contains","value":"5"}'
@@ -360,12 +359,11 @@ LEGACY_RUNS = [
 ]
 
 
-@pytest.mark.skipif(not LEGACY.is_dir(), reason="the earlier harness's real runs are not on this machine")
 def test_results_dir_reads_real_run_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+                                          capsys: pytest.CaptureFixture[str], legacy_runs: Path) -> None:
     runs = tmp_path / "eval-results" / "runs"
     for name in LEGACY_RUNS:
-        shutil.copytree(LEGACY / name, runs / name)
+        shutil.copytree(legacy_runs / name, runs / name)
     (runs / "pre-v2-run").mkdir()
     (runs / "pre-v2-run" / "run.json").write_text('{"runId": "old", "results": []}')
     monkeypatch.setenv("MCP_EVALS_RESULTS_DIR", str(tmp_path / "out"))
@@ -392,10 +390,9 @@ def test_results_dir_reads_real_run_files(tmp_path: Path, monkeypatch: pytest.Mo
     assert "3/8 (38%)" in printed and "no entry file found (tried: src/server.ts, src/index.ts)" in printed
 
 
-@pytest.mark.skipif(not LEGACY.is_dir(), reason="the earlier harness's real runs are not on this machine")
-def test_real_legacy_history_flags_v2_10(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_legacy_history_flags_v2_10(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, legacy_runs: Path) -> None:
     monkeypatch.setenv("MCP_EVALS_RESULTS_DIR", str(tmp_path / "out"))
-    stats = stats_from_results_dir(LEGACY, "2026-10-31", days=100)
+    stats = stats_from_results_dir(legacy_runs, "2026-10-31", days=100)
     assert stats.headline.fraction() == "504/714 (71%)"
     assert stats.invalid == 61
     v210 = next(s for s in stats.suspects if s.task == "v2-10-multi-view-incident-console")
