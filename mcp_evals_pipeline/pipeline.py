@@ -27,6 +27,10 @@ from mcp_evals_pipeline.trials import MAX_TRIALS, run_id_for, trial_key
 from mcp_evals_pipeline.verify import verify_tasks
 
 
+# The console shows one line per trial; Dagster's own event log stays in the instance (and the UI).
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
 @dataclass
 class BatchRequest:
     agent: str = "replay"
@@ -81,7 +85,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     for index, key in enumerate(keys, 1):
         result = dg.materialize(
             [trial], partition_key=multi_key(batch_date, key), instance=instance,
-            resources={"eval_store": store}, run_config={"ops": {"trial": {"config": config}}},
+            resources={"eval_store": store}, run_config={"ops": {"trial": {"config": config}}, **QUIET},
             tags={"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}, raise_on_error=False,
         )
         if not result.success:
@@ -93,7 +97,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         echo(f"[{index}/{len(keys)}] {key}: {meta['outcome'].value}{detail}")
 
     reports_run = dg.materialize([sql_models, batch_scorecard], partition_key=batch_date, instance=instance,
-                                 resources={"eval_store": store}, raise_on_error=False)
+                                 resources={"eval_store": store}, run_config=QUIET, raise_on_error=False)
     if not reports_run.success:
         failed += 1
     run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
