@@ -1,0 +1,66 @@
+"""The command line, as a user runs it: subprocesses against a temporary results directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+
+@pytest.fixture
+def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
+    env = {**os.environ, "MCP_EVALS_RESULTS_DIR": str(tmp_path / "results"), "DAGSTER_HOME": str(tmp_path / "dh")}
+    env.pop("OPENAI_API_KEY", None)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "mcp_evals_pipeline.cli", *args], cwd=REPO, env=env,
+                              capture_output=True, text=True, check=False, timeout=600)
+
+    return run
+
+
+def test_import_report_trends_and_rebuild_on_real_runs(cli, legacy_runs: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    imported = cli("import-runs", str(legacy_runs))
+    assert imported.returncode == 0, imported.stderr
+    assert "imported 259 runs (775 trials" in imported.stdout
+    run_id = "v2-02-stateful-ticket-queue--noskill+blank--codex--2026-09-09T14-07-38"
+    report = cli("report", "--run", run_id)
+    assert report.returncode == 0, report.stderr
+    assert "## Pass rate: 100% (2/2 valid scored trials)" in report.stdout
+    assert "pass^2: 100% (1/1 task×condition cells all-pass, min 2 trials/cell)" in report.stdout
+    assert "- Median tool calls: 26.5" in report.stdout
+    trends = cli("trends")
+    assert trends.returncode == 0 and "30859637568-1" in trends.stdout
+    rebuilt = cli("rebuild-db")
+    assert rebuilt.returncode == 0 and "775 trial rows from 259 runs" in rebuilt.stdout
+    missing = cli("report", "--run", "no-such-run")
+    assert missing.returncode == 2 and "no trials of run" in missing.stderr
+
+
+def test_eval_refuses_bad_requests_before_spending(cli) -> None:  # type: ignore[no-untyped-def]
+    no_key = cli("eval", "--agent", "openai", "--task", "v2-01-basic-tool-server", "--no-verify")
+    assert no_key.returncode == 2 and "OPENAI_API_KEY" in no_key.stderr
+    planned = cli("eval", "--agent", "codex", "--no-verify")
+    assert planned.returncode == 2 and "not available yet" in planned.stderr
+    bad_condition = cli("eval", "--condition", "skill+cloud", "--no-verify")
+    assert bad_condition.returncode == 2 and "unknown condition" in bad_condition.stderr
+
+
+def test_eval_variant_alias_runs_a_trial(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    done = cli("eval", "--variant", "noskill+blank", "--task", "v2-02-stateful-ticket-queue", "--trials", "2",
+               "--no-verify", "--skip-judge")
+    assert done.returncode == 0, done.stderr
+    assert "--variant is deprecated" in done.stderr
+    assert "[2/2] v2-02-stateful-ticket-queue--noskill+blank--t2: pass" in done.stderr
+    report = Path(done.stdout.split("scorecard: ")[1].strip())
+    assert report.exists() and "## Pass rate: 50% (1/2 valid scored trials)" in report.read_text()
+
+
+def test_synthesize_refuses_slack_without_webhook(cli) -> None:  # type: ignore[no-untyped-def]
+    done = cli("synthesize", "--slack", "--dry-run")
+    assert done.returncode == 2 and "SLACK_WEBHOOK_URL" in done.stderr
