@@ -26,7 +26,6 @@ from mcp_evals_pipeline.tasks.catalog import discover_tasks, get_task
 from mcp_evals_pipeline.trials import MAX_TRIALS, run_id_for, trial_key
 from mcp_evals_pipeline.verify import verify_tasks
 
-
 # The console shows one line per trial; Dagster's own event log stays in the instance (and the UI).
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
