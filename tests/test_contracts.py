@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_evals_pipeline.contracts.task import TaskContract
+from mcp_evals_pipeline.grader.functional import unsupported_features
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, discover_tasks, load_task, parse_contract
 
 from .conftest import write_task
@@ -22,7 +23,7 @@ def test_earlier_harness_contracts_load(path: Path) -> None:
     assert contract.effective_runtime == "node"  # their entries are .ts files
     assert contract.calls or contract.resource_reads
     # They are refused by this grader version with a reason, never graded without their checks.
-    assert "runtime 'node'" in contract.unsupported_features()
+    assert "runtime 'node'" in unsupported_features(contract)
 
 
 def test_legacy_expectation_spellings_normalize() -> None:

@@ -10,66 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
-ExpectationType = Literal["contains", "not-contains", "number-equals"]
+from mcp_evals_pipeline.contracts.input_required import InputRequiredCall
+from mcp_evals_pipeline.contracts.oauth import OAuthSpec
+from mcp_evals_pipeline.contracts.task_base import ContractModel, Expectation, ExpectationType, as_list
+from mcp_evals_pipeline.contracts.upstream import UpstreamSpec
+from mcp_evals_pipeline.contracts.views import ViewBinding
 
-# Spellings accepted for an expectation type; the dashed form is canonical (the earlier harness's).
-_TYPE_SPELLINGS: dict[str, ExpectationType] = {
-    "contains": "contains",
-    "not-contains": "not-contains",
-    "notContains": "not-contains",
-    "not_contains": "not-contains",
-    "number-equals": "number-equals",
-    "numberEquals": "number-equals",
-    "number_equals": "number-equals",
-}
-
-
-class ContractModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True)
-
-
-class Expectation(ContractModel):
-    """One assertion on the text of a tool result or a resource read."""
-
-    type: ExpectationType
-    value: str | int | float
-    # number-equals only: a dotted path into the structured content (or the JSON text), e.g. "count" or "items.0.id"
-    path: str | None = None
-    # contains / not-contains compare case-insensitively unless the task says otherwise: an agent that writes
-    # "record R-1" where the prompt said "Record R-1" built a working server, and a contract that fails it
-    # measures the marker, not the SDK.
-    case_sensitive: bool = False
-
-    @field_validator("type", mode="before")
-    @classmethod
-    def _normalize_type(cls, value: Any) -> Any:
-        if isinstance(value, str) and value in _TYPE_SPELLINGS:
-            return _TYPE_SPELLINGS[value]
-        return value
-
-    @model_validator(mode="after")
-    def _value_matches_type(self) -> Expectation:
-        if self.type == "number-equals":
-            if isinstance(self.value, bool) or not isinstance(self.value, int | float):
-                raise ValueError("number-equals needs a numeric value")
-        else:
-            if not isinstance(self.value, str) or not self.value:
-                raise ValueError(f"{self.type} needs a non-empty string value")
-            if self.path is not None:
-                raise ValueError("path applies to number-equals only")
-        return self
-
-
-def _as_list(value: Any) -> Any:
-    """`expect` may be one expectation (the earlier harness's shape) or a list of them."""
-    if value is None:
-        return []
-    if isinstance(value, dict):
-        return [value]
-    return value
+__all__ = ["ContractModel", "Expectation", "ExpectationType", "ResourceRead", "TaskContract", "ToolCall"]
 
 
 class ResourceRead(ContractModel):
@@ -79,7 +28,7 @@ class ResourceRead(ContractModel):
     # True: the read must fail with a protocol error (e.g. an unknown slug); `expect` then applies to its message.
     is_error: bool | None = None
 
-    _listify = field_validator("expect", mode="before")(_as_list)
+    _listify = field_validator("expect", mode="before")(as_list)
 
 
 class ToolCall(ContractModel):
@@ -94,7 +43,7 @@ class ToolCall(ContractModel):
     timeout_seconds: float | None = Field(default=None, gt=0)
     view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
 
-    _listify = field_validator("expect", mode="before")(_as_list)
+    _listify = field_validator("expect", mode="before")(as_list)
 
 
 class ExpectedTool(ContractModel):
@@ -157,10 +106,11 @@ class TaskContract(ContractModel):
     agent_env_keys: list[str] = Field(default_factory=list)
     start_timeout_seconds: float = Field(default=20.0, gt=0, le=300)
     call_timeout_seconds: float = Field(default=15.0, gt=0, le=300)
-    # Stages of the seed that later grader versions add; declared here so such contracts load and are refused
-    # with a precise message rather than graded without their checks.
-    input_required_calls: list[dict[str, Any]] = Field(default_factory=list)
-    oauth: dict[str, Any] | None = None
+    # Opt-in ladder stages (mcp_evals_pipeline/grader/features.py); a grader without one refuses the contract.
+    views: list[ViewBinding] = Field(default_factory=list)
+    input_required_calls: list[InputRequiredCall] = Field(default_factory=list)
+    oauth: OAuthSpec | None = None
+    upstream: UpstreamSpec | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskContract:
@@ -195,15 +145,15 @@ class TaskContract(ContractModel):
     def scored_for_pass_rate(self) -> bool:
         return self.deterministic_readiness is None
 
-    def unsupported_features(self) -> list[str]:
-        """What this contract asks for that this grader version cannot check yet (grading it would be a lie)."""
-        missing = []
-        if self.effective_runtime != "python":
-            missing.append(f"runtime {self.effective_runtime!r}")
-        if any(t.view_uri for t in self.expected_tools) or any(c.view_uri for c in self.calls):
-            missing.append("views (viewUri)")
+    def declared_features(self) -> set[str]:
+        """The opt-in stages this contract needs (the earlier harness's `viewUri`s count as views)."""
+        declared = set()
+        if self.views or any(t.view_uri for t in self.expected_tools) or any(c.view_uri for c in self.calls):
+            declared.add("views")
         if self.input_required_calls:
-            missing.append("inputRequiredCalls")
+            declared.add("input_required")
         if self.oauth is not None:
-            missing.append("oauth")
-        return missing
+            declared.add("oauth")
+        if self.upstream is not None:
+            declared.add("upstream")
+        return declared

@@ -20,7 +20,6 @@ import traceback
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,13 @@ import anyio.to_thread
 import httpx2
 import mcp_types as types
 from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.contracts.grade import Check, TrialGrade
 from mcp_evals_pipeline.contracts.task import ResourceRead, TaskContract, ToolCall
+from mcp_evals_pipeline.grader import stages  # noqa: F401 - importing registers the opt-in stages
 from mcp_evals_pipeline.grader.expectations import (
     clip,
     describe,
@@ -41,7 +42,8 @@ from mcp_evals_pipeline.grader.expectations import (
     resource_text,
     tool_result_text,
 )
-from mcp_evals_pipeline.grader.runtimes import Installation, InstallError, Runtime, runtime_for
+from mcp_evals_pipeline.grader.features import FEATURES, Feature, Step, StepFailed
+from mcp_evals_pipeline.grader.runtimes import RUNTIMES, Installation, InstallError, Runtime, runtime_for
 from mcp_evals_pipeline.grader.source import detect_sdk_path, missing_source_patterns
 from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.versions import GRADER_VERSION
@@ -69,24 +71,11 @@ def _drop_termination_noise(record: logging.LogRecord) -> bool:
 logging.getLogger("mcp.client.streamable_http").addFilter(_drop_termination_noise)
 
 
-class StepFailed(Exception):
-    def __init__(self, detail: str):
-        super().__init__(detail)
-        self.detail = detail
-
-
 class InfraFailure(Exception):
     def __init__(self, code: str, detail: str):
         super().__init__(detail)
         self.code = code
         self.detail = detail
-
-
-@dataclass
-class Step:
-    id: str
-    stage: str
-    run: Callable[[], Awaitable[str | None]]
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -136,7 +125,7 @@ def _signature(tool: str, args: dict[str, Any]) -> str:
     return f"{tool}({json.dumps(args, separators=(',', ':'))})"
 
 
-class _Grading:
+class Grading:
     def __init__(self, contract: TaskContract, workspace: Path, runtime: Runtime):
         self.contract = contract
         self.workspace = workspace
@@ -154,6 +143,10 @@ class _Grading:
         self.call_counts: dict[str, int] = defaultdict(int)
         self.stage_ms: dict[str, float] = defaultdict(float)
         self.handshake_info: dict[str, str | None] = {}
+        # What the MCP client sends; features (oauth) set them before the handshake.
+        self.http_headers: dict[str, str] = {}
+        self.http_auth: httpx2.Auth | None = None
+        self.features: list[Feature] = [cls(self) for cls in FEATURES.values() if cls.applies(contract)]
 
     # ---- the plan -------------------------------------------------------------------------------------------
 
@@ -171,16 +164,19 @@ class _Grading:
         if c.build_command:
             steps.append(Step("build", "build", self._build))
         steps.append(Step("start", "start", self._start))
+        steps += [s for f in self.features for s in f.steps("after_start")]
         steps.append(Step("handshake", "handshake", self._handshake))
         steps.append(Step("tools", "tools", self._tools))
         if c.expected_resources or c.expected_resource_templates:
             steps.append(Step("resources", "resources", self._resources))
         steps += [self._read_step(r, "resources", "resource-read") for r in c.resource_reads]
+        steps += [s for f in self.features for s in f.steps("after_resources")]
         for call in c.calls:
             steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_before]
             steps.append(self._call_step(call))
             steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_after]
         steps += [self._read_step(r, "calls", "post-call-resource-read") for r in c.post_call_resource_reads]
+        steps += [s for f in self.features for s in f.steps("after_calls")]
         return steps
 
     def _read_step(self, read: ResourceRead, stage: str, prefix: str) -> Step:
@@ -248,17 +244,20 @@ class _Grading:
             output = procs.tail(self.scratch / "server.log", SERVER_OUTPUT_CHARS)
         with contextlib.suppress(Exception):
             await self.stack.aclose()
+        for feature in self.features:
+            with contextlib.suppress(Exception):
+                await feature.close()
         if self.installation is not None:
             self.installation.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
         return output
 
-    def _server_status(self) -> str:
+    def server_status(self) -> str:
         if self.proc is not None and self.proc.poll() is not None:
             return f" (server exited with code {self.proc.returncode})"
         return ""
 
-    async def _talk(self, what: str, op: Callable[[], Awaitable[Any]], timeout: float) -> Any:
+    async def talk(self, what: str, op: Callable[[], Awaitable[Any]], timeout: float) -> Any:
         """Run one exchange with the server; its failures are the server's, with a backstop timeout."""
         try:
             with anyio.fail_after(timeout):
@@ -266,7 +265,7 @@ class _Grading:
         except Exception as exc:
             if not _server_fault(exc):
                 raise
-            raise StepFailed(f"{what} failed: {_describe_exc(exc)}{self._server_status()}") from exc
+            raise StepFailed(f"{what} failed: {_describe_exc(exc)}{self.server_status()}") from exc
 
     # ---- stages ----------------------------------------------------------------------------------------------
 
@@ -343,11 +342,21 @@ class _Grading:
 
     async def _start(self) -> str:
         assert self.installation is not None and self.entry is not None
+        extra_env: dict[str, str] = {}
+        for feature in self.features:
+            try:
+                extra_env.update(await feature.before_start())
+            except StepFailed:
+                raise
+            except Exception as exc:  # a service of the harness did not come up: not the workspace's fault
+                raise InfraFailure(f"infra.{feature.name}",
+                                   f"{feature.name}: could not start: {type(exc).__name__}: {exc}") from exc
         port = procs.free_port()
         cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
                else self.runtime.default_start_command(self.installation, self.entry))
         try:
-            self.proc = procs.spawn(cmd, cwd=self.workspace, env=self._env(port), log_path=self.scratch / "server.log")
+            self.proc = procs.spawn(cmd, cwd=self.workspace, env={**self._env(port), **extra_env},
+                                    log_path=self.scratch / "server.log")
         except OSError as exc:
             raise StepFailed(f"could not launch {' '.join(cmd)}: {exc}") from exc
         rel = self.entry.relative_to(self.workspace)
@@ -375,19 +384,14 @@ class _Grading:
             await anyio.sleep(0.05)
 
     async def _handshake(self) -> str:
-        assert self.url is not None
-        timeout = self.contract.call_timeout_seconds
         # mode="legacy": the initialize handshake (2025-11-25), so the server's info and version are recorded;
-        # cache=None: resource reads must reflect state, never a cached listing.
-        client = Client(self.url, mode="legacy", cache=None, read_timeout_seconds=timeout)
-        # No fail_after here: the client's task group must outlive this step, and a cancel scope opened around its
-        # entry would be exited before it. The session's read timeout bounds the initialize request.
+        # the client never caches, so resource reads reflect state.
         try:
-            self.client = await self.stack.enter_async_context(client)
+            self.client = client = await self.open_client(mode="legacy")
         except Exception as exc:
             if not _server_fault(exc):
                 raise
-            raise StepFailed(f"initialize at {self.url} failed: {_describe_exc(exc)}{self._server_status()}") from exc
+            raise StepFailed(f"initialize at {self.url} failed: {_describe_exc(exc)}{self.server_status()}") from exc
         init = client.session.initialize_result
         info = init.server_info if init else None
         self.handshake_info = {
@@ -398,11 +402,23 @@ class _Grading:
         name = f"{info.name} {info.version}".strip() if info else "unnamed server"
         return f"protocol {client.protocol_version}, {name}"
 
+    async def open_client(self, mode: str = "legacy") -> Client:
+        """A connected MCP client for the server under test, sending what features asked for (headers, auth);
+        closed with the grading. No fail_after around it: its task group must outlive the step that opens it (the
+        session's read timeout bounds the handshake)."""
+        assert self.url is not None
+        http = await self.stack.enter_async_context(httpx2.AsyncClient(
+            headers=self.http_headers, auth=self.http_auth,
+            timeout=httpx2.Timeout(30, read=self.contract.call_timeout_seconds + 30)))
+        client = Client(streamable_http_client(self.url, http_client=http), mode=mode,  # type: ignore[arg-type]
+                        cache=None, read_timeout_seconds=self.contract.call_timeout_seconds)
+        return await self.stack.enter_async_context(client)
+
     async def _list_all(self, what: str, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
         items: list[Any] = []
         cursor: str | None = None
         for _ in range(100):  # a server that pages forever is broken, not us
-            page = await self._talk(what, lambda c=cursor: fetch(cursor=c), self.contract.call_timeout_seconds + 5)
+            page = await self.talk(what, lambda c=cursor: fetch(cursor=c), self.contract.call_timeout_seconds + 5)
             items += getattr(page, attr)
             cursor = page.next_cursor
             if not cursor:
@@ -479,7 +495,7 @@ class _Grading:
         except Exception as exc:
             if not _server_fault(exc):
                 raise
-            raise StepFailed(f"read {read.uri} failed: {_describe_exc(exc)}{self._server_status()}") from exc
+            raise StepFailed(f"read {read.uri} failed: {_describe_exc(exc)}{self.server_status()}") from exc
         text = resource_text(result)
         if read.is_error:
             raise StepFailed(f'read {read.uri} succeeded but must fail: "{clip(text)}"')
@@ -499,7 +515,7 @@ class _Grading:
         name = self.tool_names.get(call.tool, call.tool)
         timeout = call.timeout_seconds or self.contract.call_timeout_seconds
         sig = _signature(name, call.args)
-        result: types.CallToolResult = await self._talk(
+        result: types.CallToolResult = await self.talk(
             sig, lambda: client.call_tool(name, call.args, read_timeout_seconds=timeout), timeout + 5
         )
         text = tool_result_text(result)
@@ -512,6 +528,12 @@ class _Grading:
             if why:
                 raise StepFailed(f'{sig} -> "{clip(text)}" did not match {describe(exp)}: {why}')
         return None
+
+
+def unsupported_features(contract: TaskContract) -> list[str]:
+    """What the contract declares that this grader cannot check (grading it anyway would be a lie)."""
+    missing = [] if contract.effective_runtime in RUNTIMES else [f"runtime {contract.effective_runtime!r}"]
+    return missing + sorted(contract.declared_features() - FEATURES.keys())
 
 
 def _infra_grade(contract: TaskContract, workspace: Path, error: str) -> TrialGrade:
@@ -527,11 +549,11 @@ async def grade_workspace(contract: TaskContract, workspace: Path) -> TrialGrade
     workspace = workspace.resolve()
     if not workspace.is_dir():
         return _infra_grade(contract, workspace, f"workspace {workspace} is not a directory")
-    if unsupported := contract.unsupported_features():
+    if unsupported := unsupported_features(contract):
         return _infra_grade(contract, workspace, f"the task declares {', '.join(unsupported)}, "
                                                  f"which grader {GRADER_VERSION} cannot check")
     try:
-        grading = _Grading(contract, workspace, runtime_for(contract.effective_runtime))
+        grading = Grading(contract, workspace, runtime_for(contract.effective_runtime))
     except Exception as exc:
         return _infra_grade(contract, workspace, f"grader could not prepare: {type(exc).__name__}: {exc}")
     return await grading.run()
