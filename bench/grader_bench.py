@@ -45,17 +45,22 @@ def main() -> None:
     walls: list[float] = []
     stage_ms: dict[str, list[float]] = defaultdict(list)
     golden_start: dict[str, list[float]] = defaultdict(list)
+    per_task: dict[str, list[float]] = defaultdict(list)  # seconds of every solution of the task, summed per run
     all_ok = True
     for run in range(args.runs):
         started = time.perf_counter()
         results = anyio.run(lambda: verify_tasks(tasks, workers=args.workers))
         walls.append(time.perf_counter() - started)
         all_ok &= all(r.ok for r in results)
+        task_seconds: dict[str, float] = defaultdict(float)
         for r in results:
+            task_seconds[r.task_id] += r.seconds
             for stage, ms in r.grade.stage_ms.items():
                 stage_ms[stage].append(ms)
             if r.solution.kind == "golden" and "start" in r.grade.stage_ms:
                 golden_start[r.task_id].append(r.grade.stage_ms["start"])
+        for task_id, seconds in task_seconds.items():
+            per_task[task_id].append(seconds)
         print(f"run {run + 1}: {walls[-1]:.2f} s, all as declared: {all(r.ok for r in results)}")
 
     print(f"\nwhole suite ({solutions} solutions), warm: median {statistics.median(walls):.2f} s, "
@@ -63,9 +68,10 @@ def main() -> None:
     print("\nper-stage median over every grading (ms):")
     for stage, values in stage_ms.items():
         print(f"  {stage:<10} {median_ms(values)}   (n={len(values)})")
-    print("\nstart stage of each golden, median (ms):")
-    for task_id, values in golden_start.items():
-        print(f"  {task_id:<32} {median_ms(values)}")
+    print("\nper task: solutions, grading time of all its solutions (s, median), golden start stage (ms, median):")
+    for task in tasks:
+        print(f"  {task.id:<40} {len(task.solutions):>3} {statistics.median(per_task[task.id]):7.2f}"
+              f"  {median_ms(golden_start.get(task.id, []))}")
 
     # The install stage when the dependency set is new for the day: uv builds from its warm download cache.
     golden = tasks[0].golden.path
