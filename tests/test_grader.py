@@ -188,12 +188,17 @@ def test_a_grader_that_cannot_run_is_infra_not_a_failure(tmp_path: Path, minimal
     assert "not-a-directory" in (grade.error or "")
 
 
-def test_contract_this_grader_cannot_check_is_refused_as_infra(tmp_path: Path) -> None:
-    contract = contract_of({"title": "legacy", "entryCandidates": ["src/server.ts"],
+def test_contract_this_grader_cannot_check_is_refused_as_infra(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A grader deployed without one of the opt-in stages never grades a contract that needs it."""
+    from mcp_evals_pipeline.grader.features import FEATURES
+
+    monkeypatch.delitem(FEATURES, "views")
+    contract = contract_of({"title": "legacy", "entryCandidates": ["server.py"],
                             "expectedTools": [{"name": "a", "viewUri": "ui://a.html"}]})
-    grade = grade_workspace_sync(contract, write_tree(tmp_path, {"src/server.ts": ""}))
-    assert grade.failure_code == "infra.grader"
-    assert "runtime 'node'" in grade.error and "views" in grade.error
+    grade = grade_workspace_sync(contract, write_tree(tmp_path, {"server.py": ""}))
+    assert grade.failure_code == "infra.grader" and not grade.valid
+    assert "views" in grade.error and "cannot check" in grade.error
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

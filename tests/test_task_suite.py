@@ -73,7 +73,9 @@ def test_prompt_states_tool_names_and_required_params(task: Task) -> None:
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
 def test_each_task_has_negatives_at_three_stages(task: Task) -> None:
     codes = {s.expected_failure_code for s in task.solutions if s.kind == "negative"}
-    assert len(codes) >= 3, f"{task.id}: negatives cover only {codes}"
+    # A source-imports task has two stages (typecheck, imports): a negative at each is all there can be.
+    wanted = 2 if task.contract.deterministic_readiness is not None else 3
+    assert len(codes) >= wanted, f"{task.id}: negatives cover only {codes}"
 
 
 def test_some_task_ships_a_second_legitimate_solution() -> None:

@@ -19,10 +19,14 @@ STAGES: tuple[str, ...] = (
     "entry",
     "build",
     "start",
+    "oauth",  # opt-in stages (grader/stages/) sit where the ladder runs them
     "handshake",
     "tools",
     "resources",
+    "views",
     "calls",
+    "input_required",
+    "upstream",
 )
 
 

@@ -1,26 +1,52 @@
-"""`inputRequiredCalls`: multi-round tool calls (protocol 2026-07-28 input_required), answered by the grader."""
+"""`inputRequiredCalls`: multi-round tool calls (protocol 2026-07-28 input_required), answered by the grader.
+
+A call is scripted round by round: in each round the server must answer `tools/call` with an input_required result
+carrying one elicitation request, and the grader answers it with the round's `respond` (an elicitation result).
+After the last scripted round the server must return the final tool result, which `isError` / `expect` check.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from mcp_evals_pipeline.contracts.task_base import ContractModel, Expectation, as_list
 
+# What an elicitation form may carry back (mcp_types.ElicitResult.content): flat primitive values only.
+FormValue = str | int | float | bool | list[str] | None
+
+
+class InputAnswer(ContractModel):
+    """The grader's answer to one round's elicitation request, sent as an ElicitResult."""
+
+    action: Literal["accept", "decline", "cancel"]
+    # Only with "accept": the submitted form, e.g. {"confirm": true}. Each key must be a property the round's
+    # requested schema declares (a real client renders only those fields).
+    content: dict[str, FormValue] | None = None
+
+    @model_validator(mode="after")
+    def _content_only_on_accept(self) -> InputAnswer:
+        if self.content is not None and self.action != "accept":
+            raise ValueError(f"an answer with action {self.action!r} carries no content")
+        return self
+
 
 class InputRound(ContractModel):
-    # A substring the round's request must carry (its message), so a server asking the wrong question fails.
-    request_contains: str | None = None
-    # The answer the grader gives, e.g. {"action": "accept", "content": {"approve": true}} or {"action": "decline"}.
-    respond: dict[str, Any]
+    # A substring the round's request message must carry (case-insensitive), so a server asking the wrong
+    # question, or asking the right questions in the wrong order, fails at the round it goes wrong.
+    request_contains: str | None = Field(default=None, min_length=1)
+    # The answer the grader gives, e.g. {"action": "accept", "content": {"confirm": true}} or {"action": "decline"}.
+    respond: InputAnswer
 
 
 class InputRequiredCall(ContractModel):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     rounds: list[InputRound] = Field(min_length=1)
+    # None: not checked; True/False: the final result's isError flag must equal it.
     is_error: bool | None = None
     expect: list[Expectation] = Field(default_factory=list)
+    timeout_seconds: float | None = Field(default=None, gt=0)  # per exchange; default: the contract's
 
     _listify = field_validator("expect", mode="before")(as_list)

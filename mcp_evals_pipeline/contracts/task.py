@@ -16,7 +16,7 @@ from mcp_evals_pipeline.contracts.input_required import InputRequiredCall
 from mcp_evals_pipeline.contracts.oauth import OAuthSpec
 from mcp_evals_pipeline.contracts.task_base import ContractModel, Expectation, ExpectationType, as_list
 from mcp_evals_pipeline.contracts.upstream import UpstreamSpec
-from mcp_evals_pipeline.contracts.views import ViewBinding
+from mcp_evals_pipeline.contracts.views import ViewBinding, view_bindings
 
 __all__ = ["ContractModel", "Expectation", "ExpectationType", "ResourceRead", "TaskContract", "ToolCall"]
 
@@ -130,6 +130,7 @@ class TaskContract(ContractModel):
                 raise ValueError(f"requiredSourcePatterns entry {pattern!r} is not a valid regex: {exc}") from exc
         if self.deterministic_readiness is not None and (self.expected_tools or self.calls):
             raise ValueError("a source-imports task keeps expectedTools and calls empty")
+        view_bindings(self)  # contradictory bindings fail when the contract loads, not at grading time
         return self
 
     @property

@@ -386,12 +386,7 @@ class Grading:
     async def _handshake(self) -> str:
         # mode="legacy": the initialize handshake (2025-11-25), so the server's info and version are recorded;
         # the client never caches, so resource reads reflect state.
-        try:
-            self.client = client = await self.open_client(mode="legacy")
-        except Exception as exc:
-            if not _server_fault(exc):
-                raise
-            raise StepFailed(f"initialize at {self.url} failed: {_describe_exc(exc)}{self.server_status()}") from exc
+        self.client = client = await self.connect(f"initialize at {self.url}", mode="legacy")
         init = client.session.initialize_result
         info = init.server_info if init else None
         self.handshake_info = {
@@ -402,17 +397,23 @@ class Grading:
         name = f"{info.name} {info.version}".strip() if info else "unnamed server"
         return f"protocol {client.protocol_version}, {name}"
 
-    async def open_client(self, mode: str = "legacy") -> Client:
-        """A connected MCP client for the server under test, sending what features asked for (headers, auth);
-        closed with the grading. No fail_after around it: its task group must outlive the step that opens it (the
-        session's read timeout bounds the handshake)."""
+    async def connect(self, what: str, mode: str = "legacy", **options: Any) -> Client:
+        """A connected MCP client for the server under test, sending what features asked for (headers, auth),
+        closed with the grading; `options` go to mcp.Client (e.g. an elicitation callback). A failure to connect is
+        the server's (StepFailed naming `what`). No fail_after around it: the client's task group must outlive the
+        step that opens it; the session's read timeout bounds the handshake."""
         assert self.url is not None
-        http = await self.stack.enter_async_context(httpx2.AsyncClient(
-            headers=self.http_headers, auth=self.http_auth,
-            timeout=httpx2.Timeout(30, read=self.contract.call_timeout_seconds + 30)))
-        client = Client(streamable_http_client(self.url, http_client=http), mode=mode,  # type: ignore[arg-type]
-                        cache=None, read_timeout_seconds=self.contract.call_timeout_seconds)
-        return await self.stack.enter_async_context(client)
+        try:
+            http = await self.stack.enter_async_context(httpx2.AsyncClient(
+                headers=self.http_headers, auth=self.http_auth,
+                timeout=httpx2.Timeout(30, read=self.contract.call_timeout_seconds + 30)))
+            client = Client(streamable_http_client(self.url, http_client=http), mode=mode,  # type: ignore[arg-type]
+                            cache=None, read_timeout_seconds=self.contract.call_timeout_seconds, **options)
+            return await self.stack.enter_async_context(client)
+        except Exception as exc:
+            if not _server_fault(exc):
+                raise
+            raise StepFailed(f"{what} failed: {_describe_exc(exc)}{self.server_status()}") from exc
 
     async def _list_all(self, what: str, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
         items: list[Any] = []

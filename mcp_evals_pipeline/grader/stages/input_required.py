@@ -1,0 +1,178 @@
+"""The `input_required` stage: multi-round tool calls of protocol 2026-07-28 (SEP-2322), answered round by round.
+
+For each `inputRequiredCalls` entry the grader calls the tool and, for every scripted round, expects an
+input_required result carrying one elicitation request (whose message holds `requestContains`); it answers with
+the round's `respond` and the echoed `requestState`, exactly as a host would. After the last scripted round the
+server must return the final tool result, checked like a call of the `calls` stage. The loop is driven by hand
+(`session.call_tool(..., allow_input_required=True)`) rather than by the SDK's automatic driver, so a server that
+answers too early, asks the wrong question or asks once too often fails at the round where it went wrong, and the
+detail says which round.
+
+One check per call, id `input-required:<tool>:<n>` (n counts per tool), all on one modern-protocol client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp import Client
+from mcp.client import ClientRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_evals_pipeline.contracts.input_required import InputAnswer, InputRequiredCall, InputRound
+from mcp_evals_pipeline.contracts.task_base import Expectation
+from mcp_evals_pipeline.grader.expectations import clip, describe, expectation_failure, tool_result_text
+from mcp_evals_pipeline.grader.features import Feature, Position, Step, StepFailed, register
+
+if TYPE_CHECKING:
+    from mcp_evals_pipeline.grader.functional import Grading
+
+STAGE = "input_required"
+CHECK_PREFIX = "input-required"
+
+
+async def _no_standalone_elicitation(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult | types.ErrorData:
+    # Never reached on 2026-07-28 (there a server asks only inside an input_required result, and this stage
+    # refuses any other protocol). The callback exists so the client declares the elicitation capability: a
+    # conforming server, e.g. one built on the SDK's Resolve/Elicit, refuses to ask a client that did not.
+    return types.ErrorData(code=types.INVALID_REQUEST,
+                           message="the grader answers elicitations only inside input_required results")
+
+
+def _signature(tool: str, args: dict[str, Any]) -> str:
+    return f"{tool}({json.dumps(args, separators=(',', ':'))})"
+
+
+def _flag(value: bool | None) -> str:
+    return str(bool(value)).lower()
+
+
+def _describe_request(request: types.InputRequest) -> str:
+    if isinstance(request, types.ElicitRequest):
+        return f'{request.method} "{clip(request.params.message, 120)}"'
+    return request.method
+
+
+@register
+class InputRequiredStage(Feature):
+    name = STAGE
+
+    def __init__(self, grading: Grading):
+        super().__init__(grading)
+        self._client: Client | None = None
+
+    def steps(self, position: Position) -> list[Step]:
+        if position != "after_calls":
+            return []
+        counts: dict[str, int] = defaultdict(int)
+        steps = []
+        for call in self.grading.contract.input_required_calls:
+            counts[call.tool] += 1
+            steps.append(Step(f"{CHECK_PREFIX}:{call.tool}:{counts[call.tool]}", STAGE,
+                              lambda call=call: self._check(call)))
+        return steps
+
+    # ---- the client ------------------------------------------------------------------------------------------
+
+    async def _modern_client(self) -> Client:
+        """One client for all of this stage's calls, opened on first use: mode "auto" (server/discover, protocol
+        2026-07-28; the legacy handshake client cannot receive input_required results), declaring elicitation.
+
+        The elicitation callback declares the capability: without it a server on the SDK's Resolve/Elicit API
+        refuses to ask (-32021)."""
+        if self._client is not None:
+            return self._client
+        grading = self.grading
+        client = await grading.connect(
+            f"connecting a client for protocol {' or '.join(MODERN_PROTOCOL_VERSIONS)} to {grading.url}",
+            mode="auto", elicitation_callback=_no_standalone_elicitation)
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            # mode "auto" falls back to the initialize handshake when server/discover is not understood.
+            raise StepFailed(f"expected the server to speak protocol {' or '.join(MODERN_PROTOCOL_VERSIONS)} "
+                             f"(server/discover), which input_required results need; it negotiated "
+                             f"{client.protocol_version}")
+        self._client = client
+        return client
+
+    # ---- one scripted call -----------------------------------------------------------------------------------
+
+    async def _check(self, call: InputRequiredCall) -> str:
+        client = await self._modern_client()
+        grading = self.grading
+        name = grading.tool_names.get(call.tool, call.tool)
+        sig = _signature(name, call.args)
+        timeout = call.timeout_seconds or grading.contract.call_timeout_seconds
+        total = len(call.rounds)
+        responses: types.InputResponses | None = None
+        state: str | None = None
+
+        async def exchange(what: str) -> types.CallToolResult | types.InputRequiredResult:
+            answers, echoed = responses, state
+            return await grading.talk(what, lambda: client.session.call_tool(
+                name, call.args, read_timeout_seconds=timeout, input_responses=answers, request_state=echoed,
+                allow_input_required=True), timeout + 5)
+
+        for index, scripted in enumerate(call.rounds, start=1):
+            where = f"{sig} round {index} of {total}"
+            result = await exchange(where)
+            if not isinstance(result, types.InputRequiredResult):
+                asking = f' asking "{scripted.request_contains}"' if scripted.request_contains else ""
+                raise StepFailed(f'{where}: expected an input_required result{asking}, found the final result '
+                                 f'"{clip(tool_result_text(result))}" (isError {_flag(result.is_error)})')
+            responses = {_answered_key(where, scripted, result): _elicit_result(scripted.respond)}
+            state = result.request_state
+
+        final = await exchange(f"{sig} final call after {total} round(s)")
+        if isinstance(final, types.InputRequiredResult):
+            asked = "; ".join(_describe_request(r) for r in (final.input_requests or {}).values()) or "no request"
+            raise StepFailed(f"{sig}: expected the final result after {total} round(s), found an input_required "
+                             f"result asking for round {total + 1} ({asked})")
+        text = tool_result_text(final)
+        if call.is_error is not None and bool(final.is_error) != call.is_error:
+            want = "an error result (isError true)" if call.is_error else "a normal result (isError false)"
+            raise StepFailed(f'{sig} after {total} round(s) -> "{clip(text)}" with isError {_flag(final.is_error)}; '
+                             f"expected {want}")
+        for exp in call.expect:
+            why = expectation_failure(exp, text, final.structured_content)
+            if why:
+                raise StepFailed(f'{sig} after {total} round(s) -> "{clip(text)}" did not match {describe(exp)}: {why}')
+        actions = ", ".join(r.respond.action for r in call.rounds)
+        return f'{total} round(s) answered ({actions}); final "{clip(text, 120)}"'
+
+
+def _answered_key(where: str, scripted: InputRound, result: types.InputRequiredResult) -> str:
+    """Check the round's one request against the script; return its key (the answer goes back under it)."""
+    requests = result.input_requests or {}
+    if len(requests) != 1:
+        found = f"{len(requests)} ({', '.join(requests)})" if requests else "none"
+        raise StepFailed(f"{where}: expected an input_required result carrying exactly one input request, "
+                         f"found {found}")
+    key, request = next(iter(requests.items()))
+    if not isinstance(request, types.ElicitRequest):
+        raise StepFailed(f"{where}: expected an elicitation/create input request, found {request.method}")
+    message = request.params.message
+    if scripted.request_contains is not None:
+        why = expectation_failure(Expectation(type="contains", value=scripted.request_contains), message)
+        if why:
+            raise StepFailed(f'{where}: the elicitation message "{clip(message)}" {why}')
+    content = scripted.respond.content
+    if content:
+        params = request.params
+        if not isinstance(params, types.ElicitRequestFormParams):
+            raise StepFailed(f"{where}: expected a form elicitation with the field(s) {', '.join(content)}, "
+                             f"found a {params.mode}-mode elicitation")
+        properties = (params.requested_schema or {}).get("properties") or {}
+        missing = [field for field in content if field not in properties]
+        if missing:
+            raise StepFailed(f"{where}: the requested schema has no field {', '.join(map(repr, missing))} "
+                             f"(has: {', '.join(properties) or 'none'})")
+    return key
+
+
+def _elicit_result(answer: InputAnswer) -> types.ElicitResult:
+    return types.ElicitResult(action=answer.action, content=answer.content)

@@ -1,0 +1,23 @@
+"""Bundled fake upstream services a task's `upstream` section can name (see upstreams/base.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mcp_evals_pipeline.upstreams.base import FakeApi, FakeService, RecordedRequest
+from mcp_evals_pipeline.upstreams.orders import OrdersApi
+
+# name (task.json `upstream.service`) -> a factory of fresh state
+SERVICES: dict[str, Callable[[], FakeApi]] = {"orders": OrdersApi}
+
+
+def start_service(name: str) -> FakeService:
+    """A fresh running fake with empty state; the caller stops it."""
+    try:
+        factory = SERVICES[name]
+    except KeyError:
+        raise KeyError(f"no bundled upstream service {name!r} (known: {', '.join(sorted(SERVICES))})") from None
+    return FakeService(factory())
+
+
+__all__ = ["SERVICES", "FakeApi", "FakeService", "RecordedRequest", "start_service"]
