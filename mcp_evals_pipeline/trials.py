@@ -8,6 +8,7 @@ attempt's files under `previous/attempt-<n>/` and adds a new attempt; the newest
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -26,6 +27,7 @@ from mcp_evals_pipeline.contracts.grade import TrialGrade
 from mcp_evals_pipeline.contracts.records import TrialPerf, TrialRecord
 from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.grader.source import detect_sdk_path
+from mcp_evals_pipeline.oauth_idp import agent_phase_env
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import open_sandbox
 from mcp_evals_pipeline.store import TrialStore
@@ -129,10 +131,14 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     error: str | None = None
     sandbox_name: str | None = None
     scored = task.contract.scored_for_pass_rate
+    # What the agent phase needs live (an OAuth task's IdP, its env for the sandbox); closed before grading.
+    services = contextlib.ExitStack()
     try:
         prompt = prepare_workspace(workspace, task, condition, spec.agent)
-        sandbox = open_sandbox(workspace)
+        agent_env = services.enter_context(agent_phase_env(task.contract))
+        sandbox = open_sandbox(workspace, extra_env=agent_env or None)
     except Exception as exc:
+        services.close()
         error = f"sandbox preparation failed: {type(exc).__name__}: {exc}"
         grade = _infra_grade("infra.sandbox", error, workspace, scored)
     else:
@@ -151,6 +157,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         finally:
             transcript.close()
             sandbox.close()
+            services.close()
         if result is None:
             grade = _infra_grade("infra.agent", error or "agent runner crashed", workspace, scored)
         elif result.infra_reason:
