@@ -39,9 +39,11 @@ def tree_hash(root: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def skill_hash() -> str | None:
-    root = skill_dir()
-    return tree_hash(root) if root.is_dir() else None
+def skill_hash(runtimes: set[str] | None = None) -> str | None:
+    """The hash of the skill(s) a run's skill conditions received (one per runtime, unless overridden)."""
+    roots = sorted({skill_dir(r) for r in (runtimes or {"python"})})
+    hashes = [tree_hash(root) for root in roots if root.is_dir()]
+    return "+".join(hashes) if hashes else None
 
 
 def prepare_workspace(workspace: Path, task: Task, condition: Condition, agent: str) -> str:
@@ -58,7 +60,7 @@ def prepare_workspace(workspace: Path, task: Task, condition: Condition, agent: 
         shutil.copytree(task.starter_dir, workspace, dirs_exist_ok=True)
     prompt = task.prompt
     if condition.skill:
-        source = skill_dir()
+        source = skill_dir(task.contract.effective_runtime)
         if not source.is_dir():
             raise FileNotFoundError(f"skill directory {source} does not exist (MCP_EVALS_SKILL_DIR)")
         target = Path(SKILL_FOLDERS.get(agent, DEFAULT_SKILL_FOLDER)) / source.name

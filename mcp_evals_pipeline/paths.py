@@ -52,9 +52,13 @@ def dagster_home() -> Path:
     return _env_path("DAGSTER_HOME", REPO_ROOT / ".dagster_home")
 
 
-def skill_dir() -> Path:
-    """The skill copied into `skill+*` workspaces (`MCP_EVALS_SKILL_DIR` points to another)."""
-    return _env_path("MCP_EVALS_SKILL_DIR", REPO_ROOT / "skills" / "mcp-python-server")
+DEFAULT_SKILLS = {"python": "mcp-python-server", "node": "mcp-use-typescript"}
+
+
+def skill_dir(runtime: str = "python") -> Path:
+    """The skill copied into `skill+*` workspaces: ours for the task's runtime, or `MCP_EVALS_SKILL_DIR`."""
+    default = DEFAULT_SKILLS.get(runtime, DEFAULT_SKILLS["python"])
+    return _env_path("MCP_EVALS_SKILL_DIR", REPO_ROOT / "skills" / default)
 
 
 def scaffold_dir(runtime: str) -> Path:

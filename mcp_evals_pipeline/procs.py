@@ -32,6 +32,8 @@ def sanitized_env(
         "PYTHONUNBUFFERED": "1",
         # The server must not litter the graded workspace with __pycache__ (environments are precompiled).
         "PYTHONDONTWRITEBYTECODE": "1",
+        # mcp-use (npm and PyPI) reports usage to a telemetry service by default: nothing leaves a sandbox.
+        "MCP_USE_ANONYMIZED_TELEMETRY": "false",
     }
     env.update(extra or {})
     return env

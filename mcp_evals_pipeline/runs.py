@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from mcp_evals_pipeline import models
 from mcp_evals_pipeline.conditions import skill_hash
 from mcp_evals_pipeline.contracts.records import RunFile, RunManifest, TrialRecord
 from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.tasks.catalog import TaskLoadError, get_task
 from mcp_evals_pipeline.trials import TRIAL_FILE, read_trial_records
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
@@ -44,13 +46,25 @@ def build_run_file(run_dir: Path) -> RunFile:
             grader_version=versions[-1],
             sandbox=first.sandbox,
             task_prompt_hashes={t.task: t.prompt_hash or "" for t in trials},
-            skill_hash=skill_hash() if any(t.condition.startswith("skill+") for t in trials) else None,
+            skill_hash=skill_hash(skilled) if (skilled := _runtimes(t.task for t in trials
+                                                                     if t.condition.startswith("skill+"))) else None,
             conditions=sorted({t.condition for t in trials}),
             trials_per_cell=max(t.trial for t in trials),
             extra={"graderVersions": versions} if len(versions) > 1 else None,
         ),
         trials=trials,
     )
+
+
+def _runtimes(task_ids: Iterable[str]) -> set[str]:
+    """The runtimes of the tasks that ran (a task no longer on disk counts as python)."""
+    runtimes = set()
+    for task_id in set(task_ids):
+        try:
+            runtimes.add(get_task(task_id).contract.effective_runtime)
+        except TaskLoadError:
+            runtimes.add("python")
+    return runtimes
 
 
 def write_run_file(run_dir: Path, store: TrialStore | None = None) -> RunFile:

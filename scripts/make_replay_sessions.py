@@ -32,8 +32,15 @@ LIST = "find . -type f -not -path './.venv/*' | sort"
 LABEL = re.compile(r'^"""(?:Golden solution|Alternate legitimate solution|Negative(?: \([^)]*\))?): (.*)$')
 
 
+SLASH_LABEL = re.compile(r"^// (?:Golden solution|Alternate legitimate solution|Negative(?: \([^)]*\))?): (.*)$")
+
+
 def _unlabel(text: str, docstring: str | None) -> str:
     first, sep, rest = text.partition("\n")
+    slash = SLASH_LABEL.match(first)
+    if slash:  # the TypeScript solutions' `// Negative: <the bug>` line
+        summary = docstring or slash.group(1)[:1].upper() + slash.group(1)[1:]
+        return f"// {summary}" + sep + rest
     match = LABEL.match(first)
     if not match:
         return text

@@ -7,6 +7,7 @@ import http.client
 import json
 import re
 import socket
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -114,8 +115,15 @@ def test_an_unreadable_request_is_answered_and_recorded() -> None:
         host, port = service.base_url.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=5) as sock:
             sock.sendall(b"POST /orders HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n")
-            reply = sock.recv(4096).decode()
-        assert reply.startswith("HTTP/1.1 400") and "request body too large" in reply
+            # The answer may arrive in pieces under load: read until the server closes or the body is in.
+            reply = b""
+            while b"request body too large" not in reply and (chunk := sock.recv(4096)):
+                reply += chunk
+        assert reply.decode().startswith("HTTP/1.1 400") and b"request body too large" in reply
+        # The service records after answering (in its own thread): give it a moment rather than racing it.
+        deadline = time.monotonic() + 5
+        while not service.requests() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert [(r.method, r.path, r.status) for r in service.requests()] == [("POST", "/orders", 400)]
 
 

@@ -317,6 +317,9 @@ class Grading:
             extra={"PORT": str(port)} if port is not None else None,
         )
 
+    def _run_dir(self) -> Path:
+        return (self.installation.run_dir if self.installation else None) or self.workspace
+
     def _command(self, template: list[str], port: int | None = None) -> list[str]:
         assert self.entry is not None
         rel = str(self.entry.relative_to(self.workspace))
@@ -327,7 +330,7 @@ class Grading:
         cmd = self._command(self.contract.build_command)
 
         def build() -> subprocess.CompletedProcess[str]:
-            return subprocess.run(cmd, cwd=self.workspace, env=self._env(), capture_output=True, text=True,
+            return subprocess.run(cmd, cwd=self._run_dir(), env=self._env(), capture_output=True, text=True,
                                   timeout=BUILD_TIMEOUT_S, check=False, start_new_session=True)
 
         try:
@@ -355,7 +358,7 @@ class Grading:
         cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
                else self.runtime.default_start_command(self.installation, self.entry))
         try:
-            self.proc = procs.spawn(cmd, cwd=self.workspace, env={**self._env(port), **extra_env},
+            self.proc = procs.spawn(cmd, cwd=self._run_dir(), env={**self._env(port), **extra_env},
                                     log_path=self.scratch / "server.log")
         except OSError as exc:
             raise StepFailed(f"could not launch {' '.join(cmd)}: {exc}") from exc

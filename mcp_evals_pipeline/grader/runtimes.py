@@ -26,6 +26,9 @@ class Installation:
     interpreter: Path
     versions: dict[str, str | None]  # sdkPath -> installed version of that SDK
     private_root: Path | None = None
+    # Where build and server commands run: a grader-private copy of the workspace when the runtime needs its
+    # dependencies beside the code (node_modules); None runs them in the workspace itself.
+    run_dir: Path | None = None
 
     def sdk_version(self, sdk_path: SdkPath) -> str | None:
         return self.versions.get(sdk_path) or self.versions.get("official-sdk")
@@ -88,6 +91,10 @@ class PythonRuntime(Runtime):
 
 
 RUNTIMES: dict[str, Runtime] = {"python": PythonRuntime()}
+
+from mcp_evals_pipeline.grader.node_runtime import NodeRuntime  # noqa: E402 - it subclasses Runtime above
+
+RUNTIMES["node"] = NodeRuntime()
 
 
 def runtime_for(name: str) -> Runtime:
