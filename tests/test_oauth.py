@@ -362,7 +362,8 @@ def test_a_trial_runs_the_agent_phase_against_a_live_idp_and_grades_against_a_fr
     seen = json.loads((workspace / "agent-env.json").read_text())
     agent_issuer = seen["env"]["OAUTH_ISSUER_URL"]
     assert seen["issuer"] == agent_issuer  # the IdP was live while the agent worked
-    assert set(seen["env"]) == {"OAUTH_ISSUER_URL", "OAUTH_JWKS_URL"}  # no frontendApiUrl on this task
+    # No frontendApiUrl on this task (the telemetry switch is in every sanitized environment).
+    assert set(seen["env"]) == {"OAUTH_ISSUER_URL", "OAUTH_JWKS_URL", "MCP_USE_ANONYMIZED_TELEMETRY"}
     assert not procs.can_connect("127.0.0.1", urlsplit(agent_issuer).port)  # and is gone after the trial
 
     assert record.valid and record.grade.contract_pass, record.grade.first_failure
