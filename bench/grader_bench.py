@@ -67,7 +67,7 @@ def main() -> None:
           f"min {min(walls):.2f} s, max {max(walls):.2f} s")
     print("\nper-stage median over every grading (ms):")
     for stage, values in stage_ms.items():
-        print(f"  {stage:<10} {median_ms(values)}   (n={len(values)})")
+        print(f"  {stage:<14} {median_ms(values)}   (n={len(values)})")
     print("\nper task: solutions, grading time of all its solutions (s, median), golden start stage (ms, median):")
     for task in tasks:
         print(f"  {task.id:<40} {len(task.solutions):>3} {statistics.median(per_task[task.id]):7.2f}"
