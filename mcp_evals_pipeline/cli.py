@@ -15,7 +15,7 @@ from rich.table import Table
 from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.conditions import BASELINE
 from mcp_evals_pipeline.grader import grade_workspace_sync
-from mcp_evals_pipeline.paths import dagster_home, database_path, prompt_hash_lock, runs_dir
+from mcp_evals_pipeline.paths import REPO_ROOT, dagster_home, database_path, prompt_hash_lock, runs_dir
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import (
     TaskLoadError,
@@ -36,6 +36,10 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, width=None if sys.st
 @click.group()
 def main() -> None:
     """Agentic-readiness evals for MCP server SDKs."""
+    # Credentials may live in the project's .env (git-ignored); a variable already set in the shell wins.
+    from dotenv import load_dotenv
+
+    load_dotenv(REPO_ROOT / ".env", override=False)
 
 
 @main.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,29 @@ def skill_hash(runtimes: set[str] | None = None) -> str | None:
     roots = sorted({skill_dir(r) for r in (runtimes or {"python"})})
     hashes = [tree_hash(root) for root in roots if root.is_dir()]
     return "+".join(hashes) if hashes else None
+
+
+AGENT_ENV_FILES = (".env", ".mcp-evals-env.sh")
+
+
+def write_agent_env(workspace: Path, keys: list[str], environ: dict[str, str]) -> list[str]:
+    """The task's `agentEnvKeys` present in the harness's environment, for the agent phase only: written to
+    `.env` and a sourceable shell file (the prompt says to source it). Returns the names written."""
+    present = {k: environ[k] for k in keys if environ.get(k)}
+    if not present:
+        return []
+    (workspace / ".env").write_text("".join(f"{k}={v}\n" for k, v in present.items()))
+    (workspace / ".mcp-evals-env.sh").write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in present.items()))
+    return sorted(present)
+
+
+def remove_agent_env(workspace: Path, written: list[str]) -> None:
+    """Before grading and before the workspace is kept as the trial's snapshot: the values never outlive the
+    agent phase (the server under test gets its settings from the grader, not from these files). Only files we
+    wrote go: an agent's own .env of a task without agentEnvKeys is its work."""
+    if written:
+        for name in AGENT_ENV_FILES:
+            (workspace / name).unlink(missing_ok=True)
 
 
 def prepare_workspace(workspace: Path, task: Task, condition: Condition, agent: str) -> str:
