@@ -214,12 +214,10 @@ def test_tool_schemas_name_the_executor_tools() -> None:
 # --- registry -------------------------------------------------------------------------------------------------
 
 def test_registry() -> None:
-    assert set(RUNNERS) == {"replay", "openai"}
+    assert set(RUNNERS) == {"replay", "openai", "codex", "claude"}
     assert isinstance(get_runner("replay"), ReplayAgent)
     assert isinstance(get_runner("openai"), OpenAIAgent)
-    with pytest.raises(ValueError, match="'codex' is not available yet"):
-        get_runner("codex")
-    expected = "unknown agent runner 'nope' (available: openai, replay; not available yet: codex, claude)"
+    expected = "unknown agent runner 'nope' (available: claude, codex, openai, replay)"
     with pytest.raises(ValueError, match=re.escape(expected)):
         get_runner("nope")
 

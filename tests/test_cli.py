@@ -45,8 +45,10 @@ def test_import_report_trends_and_rebuild_on_real_runs(cli, legacy_runs: Path, t
 def test_eval_refuses_bad_requests_before_spending(cli) -> None:  # type: ignore[no-untyped-def]
     no_key = cli("eval", "--agent", "openai", "--task", "v2-01-basic-tool-server", "--no-verify")
     assert no_key.returncode == 2 and "OPENAI_API_KEY" in no_key.stderr
-    planned = cli("eval", "--agent", "codex", "--no-verify")
-    assert planned.returncode == 2 and "not available yet" in planned.stderr
+    codex = cli("eval", "--agent", "codex", "--no-verify")
+    assert codex.returncode == 2 and "OPENAI_API_KEY or CODEX_API_KEY" in codex.stderr
+    unknown = cli("eval", "--agent", "nope", "--no-verify")
+    assert unknown.returncode == 2 and "unknown agent runner 'nope'" in unknown.stderr
     bad_condition = cli("eval", "--condition", "skill+cloud", "--no-verify")
     assert bad_condition.returncode == 2 and "unknown condition" in bad_condition.stderr
 

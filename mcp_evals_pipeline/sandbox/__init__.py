@@ -6,9 +6,11 @@ import os
 from pathlib import Path
 
 from mcp_evals_pipeline.sandbox.base import CommandResult, PathEscape, Sandbox, SandboxError
+from mcp_evals_pipeline.sandbox.docker_backend import DockerSandbox
+from mcp_evals_pipeline.sandbox.hardened import HardenedSandbox, require_isolation
 from mcp_evals_pipeline.sandbox.local import LocalSandbox
 
-BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox}
+BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox, "hardened": HardenedSandbox, "docker": DockerSandbox}
 
 
 def open_sandbox(workspace: Path, backend: str | None = None, extra_env: dict[str, str] | None = None) -> Sandbox:
@@ -19,4 +21,4 @@ def open_sandbox(workspace: Path, backend: str | None = None, extra_env: dict[st
     return BACKENDS[name](workspace, extra_env=extra_env)  # type: ignore[call-arg]
 
 
-__all__ = ["BACKENDS", "CommandResult", "PathEscape", "Sandbox", "SandboxError", "open_sandbox"]
+__all__ = ["BACKENDS", "CommandResult", "PathEscape", "Sandbox", "SandboxError", "open_sandbox", "require_isolation"]

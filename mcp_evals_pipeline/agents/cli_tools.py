@@ -1,0 +1,134 @@
+"""Pinned agent CLIs from npm (Codex, Claude Code), installed once into the project cache.
+
+Each CLI is installed with the grader's pinned Node toolchain (node_toolchain.ensure_toolchain) into
+`cache_dir()/agent-clis/<package>@<version>/`, built under a file lock in a staging directory and published by an
+atomic rename, so concurrent trials build it once and every later call costs a stat. `ensure_cli` returns the bin
+directory (node_modules/.bin); the CLIs are `#!/usr/bin/env node` scripts, so put `cli_path(bin_dir)` first on
+their PATH to run them with the pinned node.
+
+    python -m mcp_evals_pipeline.agents.cli_tools codex     # install (if needed) and print the bin dir
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from filelock import FileLock
+
+from mcp_evals_pipeline.node_toolchain import ToolchainError, ensure_toolchain, npm_env
+from mcp_evals_pipeline.paths import cache_dir
+
+# Exact versions (the npm `latest` tags on 2026-11-30). Bump deliberately: a CLI release changes agent behaviour.
+CLI_PINS: dict[str, tuple[str, str]] = {
+    "codex": ("@openai/codex", "0.171.0"),
+    "claude": ("@anthropic-ai/claude-code", "2.1.332"),
+}
+# The executable each package puts in node_modules/.bin.
+CLI_BINARIES: dict[str, str] = {"@openai/codex": "codex", "@anthropic-ai/claude-code": "claude"}
+INSTALL_TIMEOUT_S = 900
+COMPLETE_MARKER = ".mcp-evals-complete"
+
+
+class CliInstallError(Exception):
+    """An agent CLI could not be installed (registry, network, disk, toolchain): the host's problem, never the
+    trial's. Runners map it to infra.agent."""
+
+
+def cli_root(package: str, version: str) -> Path:
+    """Where `package@version` lives once installed (the scope's slash becomes "+": one directory level)."""
+    return cache_dir() / "agent-clis" / f"{package.replace('/', '+')}@{version}"
+
+
+def cli_path(bin_dir: Path) -> str:
+    """A PATH for running an installed CLI: its bin dir, then the pinned node's, then the system's."""
+    try:
+        node_bin = str(ensure_toolchain().bin_dir)
+    except ToolchainError as exc:  # pragma: no cover - ensure_cli already built it
+        raise CliInstallError(str(exc)) from exc
+    return f"{bin_dir}:{node_bin}:/usr/local/bin:/usr/bin:/bin"
+
+
+def _build(target: Path, package: str, version: str) -> None:
+    try:
+        toolchain = ensure_toolchain()
+    except ToolchainError as exc:
+        raise CliInstallError(f"cannot install {package}@{version}: {exc}") from exc
+    target.mkdir(parents=True)
+    (target / "package.json").write_text(json.dumps(
+        {"name": "mcp-evals-agent-cli", "private": True, "dependencies": {package: version}}, indent=2) + "\n")
+    home = target / ".home"
+    home.mkdir()
+    env = npm_env(home, [toolchain.bin_dir])
+    cmd = toolchain.npm("install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact")
+    try:
+        done = subprocess.run(cmd, cwd=target, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+                              check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise CliInstallError(f"npm install of {package}@{version} timed out after {INSTALL_TIMEOUT_S}s") from exc
+    except OSError as exc:
+        raise CliInstallError(f"npm install of {package}@{version} could not start: {exc}") from exc
+    if done.returncode != 0:
+        raise CliInstallError(f"npm install of {package}@{version} failed: {(done.stderr or done.stdout)[-2000:]}")
+    binary = target / "node_modules" / ".bin" / CLI_BINARIES.get(package, package.rsplit("/", 1)[-1])
+    if not binary.exists():
+        raise CliInstallError(f"npm install of {package}@{version} produced no {binary.name} executable")
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def ensure_cli(package: str, version: str) -> Path:
+    """The bin dir of `package@version`, installed on first use (idempotent, safe across processes).
+
+    Raises CliInstallError."""
+    base = cache_dir() / "agent-clis"
+    root = cli_root(package, version)
+    bin_dir = root / "node_modules" / ".bin"
+    if (root / COMPLETE_MARKER).exists():
+        return bin_dir
+    base.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root) + ".lock"):
+        if (root / COMPLETE_MARKER).exists():
+            return bin_dir
+        shutil.rmtree(root, ignore_errors=True)
+        for leftover in base.glob(f"{root.name}-building-*"):  # a build that was killed
+            shutil.rmtree(leftover, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{root.name}-building-", dir=base))
+        staging.rmdir()
+        try:
+            _build(staging, package, version)
+            # npm's .bin links are relative, so the tree can move as a whole.
+            staging.rename(root)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        (root / COMPLETE_MARKER).write_text(json.dumps({"package": package, "version": version}) + "\n")
+    return bin_dir
+
+
+def ensure_pinned_cli(agent: str) -> Path:
+    """The bin dir of the CLI pinned for `agent` ("codex", "claude")."""
+    package, version = CLI_PINS[agent]
+    return ensure_cli(package, version)
+
+
+def main(argv: list[str] | None = None) -> int:
+    agents = (argv if argv is not None else sys.argv[1:]) or sorted(CLI_PINS)
+    for agent in agents:
+        if agent not in CLI_PINS:
+            print(f"error: unknown agent CLI {agent!r} (known: {', '.join(sorted(CLI_PINS))})", file=sys.stderr)
+            return 2
+        try:
+            bin_dir = ensure_pinned_cli(agent)
+        except CliInstallError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        package, version = CLI_PINS[agent]
+        print(f"{agent}: {package}@{version} {bin_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""The `docker` backend: one container per trial, for agents we do not trust.
+
+The container runs the sandbox image (`MCP_EVALS_DOCKER_IMAGE`, built from docker/Dockerfile) with:
+
+- the workspace bind-mounted read-write at the same path as on the host, so the file tools (which act on the
+  host's workspace) and the agent's shell see the same files, and the grader grades them afterwards;
+- a read-only root filesystem, tmpfs /tmp (TMPDIR) and /home/sandbox (HOME), every capability dropped,
+  no-new-privileges, a non-root user;
+- its own `--internal` bridge network (no route out) unless `MCP_EVALS_DOCKER_NETWORK` says otherwise
+  (`none`: loopback only; any other name: that existing network, e.g. one with an LLM proxy on it);
+- memory (no swap), pids and cpu limits.
+
+Each command is a `docker exec` of `timeout` (which kills the command's whole process group at the limit) with
+its output redirected to a log file on a second bind mount, so a server the command leaves in the background
+never holds the exec's stream open; it keeps running for the agent's next command, as in the local backend.
+`close()` removes the container (killing everything in it) and the network, whatever state they are in.
+
+Settings (environment): MCP_EVALS_DOCKER_IMAGE (mcp-evals-sandbox:dev), MCP_EVALS_DOCKER_NETWORK (internal),
+MCP_EVALS_DOCKER_MEMORY (4g), MCP_EVALS_DOCKER_PIDS (512), MCP_EVALS_DOCKER_CPUS (2), MCP_EVALS_DOCKER_TMP_SIZE
+(1g, each of /tmp and HOME), MCP_EVALS_DOCKER_USER (the host uid:gid, or 65532:65532 when the harness is root; the
+workspace is then chowned to it), MCP_EVALS_DOCKER_RO_PATHS / MCP_EVALS_DOCKER_RW_PATHS (`:`-separated host paths
+mounted at the same path). Containers and networks carry the label `mcp-evals.sandbox`; `remove_orphans()` sweeps
+what a crashed harness left.
+
+The `docker` SDK is imported when a sandbox opens, so this module loads without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_evals_pipeline import procs
+from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError
+
+OUTPUT_LIMIT = 30_000
+LABEL = "mcp-evals.sandbox"
+IO_MOUNT = "/run/mcp-evals-io"  # the host scratch dir: command logs
+# HOME is its own tmpfs, not under /tmp: codex refuses to set up its helpers in a home under the temp dir.
+HOME = "/home/sandbox"
+DEFAULT_IMAGE = "mcp-evals-sandbox:dev"
+NONROOT = "65532:65532"
+# How long past its own limit a command may take before the host gives up on the in-container `timeout`.
+HOST_GRACE_S = 15.0
+POLL_S = 0.05
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    try:
+        return int(value) if value else default
+    except ValueError as exc:
+        raise SandboxError(f"{name}={value!r} is not an integer") from exc
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    try:
+        return float(value) if value else default
+    except ValueError as exc:
+        raise SandboxError(f"{name}={value!r} is not a number") from exc
+
+
+def _paths(name: str) -> list[str]:
+    return [str(Path(p).resolve()) for p in os.environ.get(name, "").split(":") if p]
+
+
+def _default_user() -> str:
+    """The host user when that is not root (the workspace is theirs); otherwise a fixed unprivileged uid."""
+    uid, gid = os.getuid(), os.getgid()
+    return NONROOT if uid == 0 else f"{uid}:{gid}"
+
+
+@dataclass(frozen=True)
+class DockerConfig:
+    """Everything the container is made from; `from_env` reads the `MCP_EVALS_DOCKER_*` variables."""
+
+    image: str = DEFAULT_IMAGE
+    network: str = "internal"  # internal: a fresh --internal network per trial | none | <existing network name>
+    memory: str = "4g"
+    pids: int = 512
+    cpus: float = 2.0
+    tmp_size: str = "1g"
+    user: str = field(default_factory=_default_user)
+    nofile: int = 4096
+    # Extra host paths bind-mounted at the same path, (path, "ro" | "rw"): what a runner keeps outside the
+    # workspace and names in its command (a CLI's private dir, a pinned toolchain). Missing paths are skipped.
+    mounts: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_env(cls) -> DockerConfig:
+        return cls(
+            image=os.environ.get("MCP_EVALS_DOCKER_IMAGE") or DEFAULT_IMAGE,
+            network=os.environ.get("MCP_EVALS_DOCKER_NETWORK") or "internal",
+            memory=os.environ.get("MCP_EVALS_DOCKER_MEMORY") or "4g",
+            pids=_env_int("MCP_EVALS_DOCKER_PIDS", 512),
+            cpus=_env_float("MCP_EVALS_DOCKER_CPUS", 2.0),
+            tmp_size=os.environ.get("MCP_EVALS_DOCKER_TMP_SIZE") or "1g",
+            user=os.environ.get("MCP_EVALS_DOCKER_USER") or _default_user(),
+            mounts=tuple((p, "ro") for p in _paths("MCP_EVALS_DOCKER_RO_PATHS"))
+            + tuple((p, "rw") for p in _paths("MCP_EVALS_DOCKER_RW_PATHS")),
+        )
+
+    def describe(self) -> str:
+        net = {"internal": "internal bridge, no egress", "none": "none (loopback only)"}.get(
+            self.network, f"network {self.network!r}")
+        extra = f" + {len(self.mounts)} extra mounts" if self.mounts else ""
+        return (f"docker container ({self.image}; read-only root, tmpfs /tmp and HOME, workspace bind mount{extra}; "
+                f"{net}; mem {self.memory} no swap, pids {self.pids}, cpus {self.cpus:g}; cap-drop ALL, "
+                f"no-new-privileges, user {self.user})")
+
+
+def container_env(workspace: Path, extra: dict[str, str] | None) -> dict[str, str]:
+    """The container's whole environment: the sanitized set of the local backend with HOME/TMPDIR on the tmpfs
+    and the image's tools first on PATH."""
+    env = procs.sanitized_env(home=Path(HOME), tmp=Path("/tmp"), extra=extra)
+    env["PATH"] = "/opt/node/bin:/opt/uv/bin:" + env["PATH"]
+    env["PWD"] = str(workspace)
+    return env
+
+
+def network_spec(name: str) -> dict[str, Any]:
+    """Arguments to `client.networks.create` for a trial's own network: a bridge with no route out."""
+    return {"name": name, "driver": "bridge", "internal": True, "labels": {LABEL: "1"}, "check_duplicate": True}
+
+
+def container_spec(config: DockerConfig, workspace: Path, io_dir: Path, *, name: str, network: str,
+                   env: dict[str, str]) -> dict[str, Any]:
+    """Arguments to `client.containers.run` (detached): pure, so the tests check it without an engine."""
+    nano_cpus = int(config.cpus * 1_000_000_000)
+    spec: dict[str, Any] = {
+        "image": config.image,
+        # Docker's init (tini) is PID 1 and reaps what the agent leaves behind; the image's entrypoint is not used.
+        "entrypoint": ["sleep"],
+        "command": ["infinity"],
+        "init": True,
+        "name": name,
+        "detach": True,
+        "labels": {LABEL: "1", "mcp-evals.workspace": str(workspace)},
+        "user": config.user,
+        "working_dir": str(workspace),
+        "environment": env,
+        "volumes": {
+            str(workspace): {"bind": str(workspace), "mode": "rw"},
+            str(io_dir): {"bind": IO_MOUNT, "mode": "rw"},
+        },
+        "read_only": True,
+        "tmpfs": {
+            "/tmp": f"rw,nosuid,nodev,size={config.tmp_size},mode=1777",
+            HOME: f"rw,nosuid,nodev,size={config.tmp_size},mode=1777",
+        },
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "mem_limit": config.memory,
+        "memswap_limit": config.memory,  # equal to the memory limit: no swap
+        "pids_limit": config.pids,
+        "nano_cpus": nano_cpus,
+        "ulimits": [{"Name": "nofile", "Soft": config.nofile, "Hard": config.nofile}],
+        "stdin_open": False,
+        "tty": False,
+    }
+    for path, mode in config.mounts:
+        if mode not in ("ro", "rw"):
+            raise SandboxError(f"mount mode of {path} must be ro or rw, not {mode!r}")
+        if Path(path).exists() and path not in spec["volumes"]:
+            spec["volumes"][path] = {"bind": path, "mode": mode}
+    if network == "none":
+        spec["network_mode"] = "none"
+    else:
+        spec["network"] = network
+    return spec
+
+
+def exec_command(command: str, timeout_s: float, log_name: str) -> list[str]:
+    """The argv of one `docker exec`: `timeout` kills the command's process group at the limit (and SIGKILLs it
+    5 s later); stdin/stdout/stderr never reach the exec's own stream. `timeout` leads its own process group, whose
+    id (its pid, the shell's before `exec`) goes to <log>.pgid for the host's last-resort kill."""
+    limit = f"{max(timeout_s, 0.1):.3f}"
+    wrapper = (f"echo $$ >{IO_MOUNT}/{log_name}.pgid; "
+               f"exec timeout -k 5 {limit} /bin/bash -c \"$0\" >{IO_MOUNT}/{log_name} 2>&1 </dev/null")
+    return ["/bin/sh", "-c", wrapper, command]
+
+
+def _ensure_owner(path: Path, user: str) -> None:
+    """When the harness is root and the container user is not, hand it the workspace (and what we write into it)."""
+    if os.getuid() != 0:
+        return
+    try:
+        uid, gid = (int(part) for part in user.split(":", 1)) if ":" in user else (int(user), int(user))
+    except ValueError:
+        return  # a user name: leave ownership to whoever configured it
+    if uid == 0:
+        return
+    os.chown(path, uid, gid, follow_symlinks=False)
+    for root, dirs, files in os.walk(path):
+        os.chown(root, uid, gid)
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+
+
+class DockerSandbox(Sandbox):
+    backend = "docker"
+    isolation = DockerConfig(user=NONROOT).describe()  # replaced per instance by what was actually configured
+
+    def __init__(self, workspace: Path, extra_env: dict[str, str] | None = None,
+                 config: DockerConfig | None = None, client: Any = None):
+        super().__init__(workspace)
+        self.config = config or DockerConfig.from_env()
+        self.isolation = self.config.describe()
+        self._client = client
+        self._container: Any = None
+        self._network: Any = None
+        self._io = Path(tempfile.mkdtemp(prefix="sandbox-docker-io-"))
+        try:
+            self._start(extra_env)
+        except BaseException:
+            self.close()
+            raise
+
+    def _connect(self) -> Any:
+        try:
+            import docker
+        except ImportError as exc:
+            raise SandboxError("the docker sandbox needs the `docker` Python SDK (pip install docker)") from exc
+        try:
+            client = docker.from_env()
+            client.ping()
+        except Exception as exc:
+            raise SandboxError(f"no Docker engine reachable: {type(exc).__name__}: {exc}") from exc
+        return client
+
+    def _start(self, extra_env: dict[str, str] | None) -> None:
+        if self._client is None:
+            self._client = self._connect()
+        client = self._client
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        os.chmod(self._io, 0o777)  # the container user writes its logs here; the dir is private to this trial
+        _ensure_owner(self.workspace, self.config.user)
+        name = f"mcp-evals-{uuid.uuid4().hex[:12]}"
+        network = self.config.network
+        try:
+            client.images.get(self.config.image)
+        except Exception as exc:
+            raise SandboxError(f"sandbox image {self.config.image!r} is not available locally "
+                               f"(build it: scripts/docker_trial.sh image): {type(exc).__name__}: {exc}") from exc
+        try:
+            if network == "internal":
+                self._network = client.networks.create(**network_spec(name))
+                network = self._network.name
+            spec = container_spec(self.config, self.workspace, self._io, name=name, network=network,
+                                  env=container_env(self.workspace, extra_env))
+            self._container = client.containers.run(**spec)
+        except Exception as exc:
+            raise SandboxError(f"could not start the sandbox container: {type(exc).__name__}: {exc}") from exc
+        # A first command proves the container usable; failing here is infra, not the agent's.
+        result = self.run("test -w . && test -w \"$HOME\" && test -w /tmp", timeout_s=30)
+        if result.exit_code != 0:
+            raise SandboxError(f"sandbox container is not usable: {result.output.strip() or result.exit_code}")
+
+    def write_file(self, rel: str, content: str) -> int:
+        path = self.resolve(rel)
+        missing = [p for p in [path, *path.parents] if p.is_relative_to(self.workspace) and not p.exists()]
+        written = super().write_file(rel, content)
+        # The container user must be able to edit what the file tool wrote (and the parents it made).
+        for created in {path, *missing}:
+            _ensure_owner(created, self.config.user)
+        return written
+
+    def run(self, command: str, timeout_s: float) -> CommandResult:
+        if self._container is None:
+            raise SandboxError("the docker sandbox is closed")
+        api = self._client.api
+        log_name = f"cmd-{time.monotonic_ns()}.log"
+        log = self._io / log_name
+        started = time.monotonic()
+        try:
+            exec_id = api.exec_create(self._container.id, exec_command(command, timeout_s, log_name),
+                                      stdout=False, stderr=False, stdin=False, tty=False,
+                                      workdir=str(self.workspace), user=self.config.user)["Id"]
+            api.exec_start(exec_id, detach=True)
+        except Exception as exc:
+            raise SandboxError(f"docker exec failed: {type(exc).__name__}: {exc}") from exc
+        deadline = started + timeout_s + HOST_GRACE_S
+        info: dict[str, Any] = {}
+        while True:
+            try:
+                info = api.exec_inspect(exec_id)
+            except Exception as exc:
+                raise SandboxError(f"docker exec inspect failed: {type(exc).__name__}: {exc}") from exc
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                break
+            if time.monotonic() > deadline:
+                # `timeout` itself did not end it (should not happen): kill its process group from outside; the
+                # container stays up for the next command.
+                self._kill_group(self._io / f"{log_name}.pgid")
+                info = {"ExitCode": None}
+                break
+            time.sleep(POLL_S)
+        elapsed = time.monotonic() - started
+        exit_code = info.get("ExitCode")
+        # timeout exits 124 (TERM worked) or 137 (KILLed 5 s later); a command's own 124 before the limit is its own.
+        timed_out = exit_code is None or (exit_code in (124, 137) and elapsed >= timeout_s)
+        # The container can write the io dir: read the log only if it is a plain file, never through a symlink
+        # the agent planted (the host would follow it to a host path).
+        output = procs.tail(log, OUTPUT_LIMIT) if log.is_file() and not log.is_symlink() else ""
+        log.unlink(missing_ok=True)
+        (self._io / f"{log_name}.pgid").unlink(missing_ok=True)
+        return CommandResult(
+            exit_code=None if timed_out else exit_code,
+            output=output,
+            timed_out=timed_out,
+            duration_ms=int(elapsed * 1000),
+        )
+
+    def _kill_group(self, pgid_file: Path) -> None:
+        with contextlib.suppress(Exception):
+            pgid = int(pgid_file.read_text().strip())
+            self._container.exec_run(["kill", "-KILL", "--", f"-{pgid}"], user=self.config.user, detach=False)
+
+    def close(self) -> None:
+        """Remove the container (force: kills everything in it) and its network, ignoring what is already gone."""
+        container, self._container = self._container, None
+        network, self._network = self._network, None
+        if container is not None:
+            try:
+                container.remove(force=True, v=True)
+            except Exception as exc:
+                if "404" not in str(exc) and "No such container" not in str(exc):
+                    # one more try after a kill; past that, remove_orphans() finds it by its label
+                    with contextlib.suppress(Exception):
+                        container.kill()
+                        container.remove(force=True, v=True)
+        if network is not None:
+            with contextlib.suppress(Exception):
+                network.remove()
+        shutil.rmtree(self._io, ignore_errors=True)
+
+
+def remove_orphans(client: Any = None) -> int:
+    """Remove every container and network this backend labelled (after a harness crash). Returns how many."""
+    if client is None:
+        import docker
+
+        client = docker.from_env()
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        container.remove(force=True, v=True)
+        removed += 1
+    for network in client.networks.list(filters={"label": LABEL}):
+        network.remove()
+        removed += 1
+    return removed
+

@@ -1,0 +1,179 @@
+"""The hardened sandbox's allow-listing egress proxy (net=proxy).
+
+The box has no network but its own loopback. On the host, `EgressProxy` serves an HTTP proxy on a unix socket
+(bound into the box); inside the box, `FORWARDER` (run as the sandbox uid) listens on 127.0.0.1:PROXY_PORT and
+relays each connection to that socket. The agent's environment gets HTTP(S)_PROXY pointing there, so pip, uv,
+npm, curl and the agent CLIs reach exactly the hosts allowed (CONNECT for https, absolute-form for http), and
+nothing else: there is no route, and DNS is only ever resolved on the host, for allowed names.
+
+Allowed by default: the package registries and the model endpoints. MCP_EVALS_SANDBOX_EGRESS_ALLOW replaces the
+list (comma separated; a leading dot allows a suffix: `.pythonhosted.org`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from pathlib import Path
+
+PROXY_PORT = 3128
+DEFAULT_ALLOW = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "registry.yarnpkg.com",
+                 "api.openai.com", "api.anthropic.com")
+ALLOWED_PORTS = {80, 443}
+
+# Runs inside the box: 127.0.0.1:PORT -> the host proxy's unix socket. Standard library only.
+FORWARDER = r"""
+import socket, sys, threading
+port, path = int(sys.argv[1]), sys.argv[2]
+def pipe(a, b):
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try: s.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+def serve(client):
+    upstream = socket.socket(socket.AF_UNIX)
+    try:
+        upstream.connect(path)
+    except OSError:
+        client.close(); return
+    threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
+    pipe(upstream, client)
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port)); srv.listen(64)
+print("forwarding", flush=True)
+while True:
+    conn, _ = srv.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+"""
+
+
+def allow_list() -> tuple[str, ...]:
+    raw = os.environ.get("MCP_EVALS_SANDBOX_EGRESS_ALLOW")
+    if raw is None:
+        return DEFAULT_ALLOW
+    return tuple(h.strip().lower() for h in raw.split(",") if h.strip())
+
+
+def is_allowed(host: str, port: int, allowed: tuple[str, ...]) -> bool:
+    host = host.lower().rstrip(".")
+    if port not in ALLOWED_PORTS:
+        return False
+    return any(host == a or (a.startswith(".") and host.endswith(a)) for a in allowed)
+
+
+def _pipe(a: socket.socket, b: socket.socket) -> None:
+    try:
+        while data := a.recv(65536):
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+def _split_host(authority: str, default_port: int) -> tuple[str, int]:
+    if authority.startswith("["):  # [v6]:port
+        host, _, rest = authority[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") else default_port
+    host, sep, port = authority.rpartition(":")
+    if sep and port.isdigit():
+        return host, int(port)
+    return authority, default_port
+
+
+class EgressProxy:
+    """A tiny allow-listing HTTP proxy on a unix socket; one thread per connection; `log` records decisions."""
+
+    def __init__(self, socket_path: Path, allowed: tuple[str, ...] | None = None):
+        self.socket_path = socket_path
+        self.allowed = allowed if allowed is not None else allow_list()
+        self.log: list[str] = []
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(str(socket_path))
+        os.chmod(socket_path, 0o666)  # the sandbox uid connects to it
+        self._server.listen(64)
+        self._closed = False
+        self._conns: set[socket.socket] = set()
+        self._thread = threading.Thread(target=self._accept, daemon=True, name="sandbox-egress")
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self._conns.add(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream: socket.socket | None = None
+        try:
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                chunk = client.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            line = head.split(b"\r\n", 1)[0].decode("latin-1")
+            parts = line.split()
+            if len(parts) != 3:
+                client.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                return
+            method, target, _ = parts
+            if method.upper() == "CONNECT":
+                host, port = _split_host(target, 443)
+            elif target.startswith("http://"):
+                host, port = _split_host(target[7:].split("/", 1)[0], 80)
+            else:
+                client.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                return
+            if not is_allowed(host, port, self.allowed):
+                self.log.append(f"DENY {method} {host}:{port}")
+                body = f"egress to {host}:{port} is not allowed from this sandbox\n".encode()
+                client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: "
+                               + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+                return
+            self.log.append(f"ALLOW {method} {host}:{port}")
+            try:
+                upstream = socket.create_connection((host, port), timeout=15)
+                upstream.settimeout(None)
+            except OSError as exc:
+                client.sendall(f"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nX-Error: {exc}\r\n\r\n".encode())
+                return
+            if method.upper() == "CONNECT":
+                client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                rest = head.split(b"\r\n\r\n", 1)[1]
+            else:
+                rest = head
+            if rest:
+                upstream.sendall(rest)
+            threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
+            _pipe(upstream, client)
+        except OSError:
+            pass
+        finally:
+            self._conns.discard(client)
+            for s in (client, upstream):
+                if s is not None:
+                    with contextlib.suppress(OSError):
+                        s.close()
+
+    def close(self) -> None:
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._server.close()
+        for conn in list(self._conns):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.socket_path.unlink()

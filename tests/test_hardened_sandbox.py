@@ -1,0 +1,200 @@
+"""The hardened backend's limits, for real: read-only host, workspace-only writes, pids.max, OOM kill, wall-clock
+limit, nothing survives close, no network in net=none. Skipped (saying what is missing) only where the host
+cannot provide the backend."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from mcp_evals_pipeline.sandbox import BACKENDS, SandboxError, hardened, open_sandbox, require_isolation
+from mcp_evals_pipeline.sandbox.hardened import HardenedSandbox, HostSupport, detect
+
+_support = detect()
+needs_host = pytest.mark.skipif(
+    not _support.can_harden, reason="hardened sandbox unavailable here: " + "; ".join(_support.missing))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "trial" / "workspace"
+    ws.mkdir(parents=True)
+    (ws / "given.txt").write_text("from the task\n")
+    return ws
+
+
+def _cgroup_dirs(sandbox: HardenedSandbox) -> list[Path]:
+    assert sandbox._cgroup is not None
+    return list(sandbox._cgroup.dirs.values())
+
+
+@needs_host
+def test_the_backend_is_registered_and_describes_its_isolation(workspace: Path) -> None:
+    assert BACKENDS["hardened"] is HardenedSandbox
+    with open_sandbox(workspace, backend="hardened") as sandbox:
+        assert sandbox.backend == "hardened"
+        for part in ("bwrap", "pidns", "caps-dropped", "cgroup(mem=2G,pids=512)", "net=none"):
+            assert part in sandbox.isolation
+    assert require_isolation("hardened") is not None
+    assert require_isolation("local") is None
+
+
+def test_require_isolation_refuses_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = ("bubblewrap is not installed (Debian: apt-get install -y bubblewrap)",)
+    poor = HostSupport(bwrap=None, nsenter_setpriv=True, userns=True, pidns=False, netns=False, cgroup_memory=None,
+                       cgroup_pids=None, missing=missing)
+    monkeypatch.setattr(hardened, "detect", lambda: poor)
+    with pytest.raises(SandboxError, match="bubblewrap is not installed"):
+        require_isolation("hardened")
+    with pytest.raises(SandboxError, match="unknown isolation level"):
+        require_isolation("docker-ish")
+    with pytest.raises(SandboxError, match="not available on this host"):
+        HardenedSandbox(Path("/tmp"))
+
+
+@needs_host
+def test_only_the_workspace_is_writable_and_the_host_is_hidden(workspace: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "trial" / "secret.txt"
+    secret.write_text("outside\n")
+    with HardenedSandbox(workspace) as sb:
+        inside = sb.run("echo made > made.txt && cat given.txt && mkdir -p sub && echo x > sub/y && id -u", 10)
+        assert inside.exit_code == 0, inside.output
+        assert "from the task" in inside.output and "65534" in inside.output
+        for target in ("/usr/evil", "/etc/evil", "/opt/evil", "/var/evil", f"{tmp_path}/evil", "../evil"):
+            result = sb.run(f"echo x > {target}", 10)
+            assert result.exit_code != 0, (target, result.output)
+        hidden = sb.run(f"cat {secret} ../secret.txt; ls /root /home /work; cat /etc/shadow", 10)
+        assert "outside" not in hidden.output
+        assert hidden.output.count("No such file or directory") >= 3 and "Permission denied" in hidden.output
+        procs = sb.run("ls /proc | grep -c '^[0-9]'; cat /proc/1/cmdline | tr '\\0' ' '", 10)
+        assert int(procs.output.split()[0]) < 10, procs.output  # its own pid namespace, not the host's
+        assert sb.run("touch ~/.npmrc && mkdir -p ~/.cache/uv && test -w $TMPDIR", 10).exit_code == 0
+        env = sb.run("env | cut -d= -f1 | sort", 10).output.split()
+        assert set(env) <= {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "SHELL", "PYTHONUNBUFFERED",
+                            "PYTHONDONTWRITEBYTECODE", "MCP_USE_ANONYMIZED_TELEMETRY", "PWD", "SHLVL", "_"}, env
+        caps = sb.run("grep -E '^Cap(Eff|Bnd|Prm)' /proc/self/status; grep NoNewPrivs /proc/self/status", 10).output
+        assert caps.count("0000000000000000") == 3 and "NoNewPrivs:\t1" in caps, caps
+        # Files written by the harness's write_file tool are the agent's to change.
+        sb.write_file("tool/written.py", "print(1)\n")
+        assert sb.run("echo more >> tool/written.py && touch tool/next", 10).exit_code == 0
+    assert (workspace / "made.txt").read_text() == "made\n" and (workspace / "sub" / "y").exists()
+    assert not (tmp_path / "evil").exists() and not (tmp_path / "trial" / "evil").exists()
+    st = workspace.stat()
+    assert (st.st_uid, (workspace / "made.txt").stat().st_uid) == (os.getuid(), os.getuid())  # handed back
+
+
+@needs_host
+def test_a_fork_bomb_hits_pids_max(workspace: Path) -> None:
+    with HardenedSandbox(workspace, pids=64) as sb:
+        cgroups = _cgroup_dirs(sb)
+        started = time.monotonic()
+        bomb = sb.run("bomb() { bomb | bomb & }; bomb; sleep 3; echo survived", 15)
+        assert "process limit reached (pids.max=64)" in bomb.output, bomb.output[-2000:]
+        assert int((sb._cgroup.dirs["pids"] / "pids.current").read_text()) <= 64  # type: ignore[union-attr]
+        assert time.monotonic() - started < 20
+    assert not any(p.exists() for p in cgroups), "cgroups not removed at close"
+
+
+@needs_host
+def test_a_memory_hog_is_oom_killed_and_told(workspace: Path) -> None:
+    with HardenedSandbox(workspace, memory="96M") as sb:
+        hog = sb.run("python3 -c 'x = bytearray(512 * 1024 * 1024); print(len(x))'", 30)
+        assert hog.exit_code in (137, -9), hog.output  # SIGKILL: via bash (137) or as nsenter's own child (-9)
+        assert "out of memory (limit 96M)" in hog.output
+        after = sb.run("echo still usable", 10)
+        assert after.exit_code == 0 and "still usable" in after.output
+
+
+@needs_host
+def test_the_wall_clock_limit_kills_a_command(workspace: Path) -> None:
+    with HardenedSandbox(workspace) as sb:
+        started = time.monotonic()
+        result = sb.run("echo begun; sleep 60", 1.5)
+        assert result.timed_out and result.exit_code is None and "begun" in result.output
+        assert time.monotonic() - started < 10
+
+
+def _marker_processes(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if marker in " ".join(proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+@needs_host
+def test_background_processes_live_between_commands_and_die_at_close(workspace: Path) -> None:
+    marker = "987654"
+    with HardenedSandbox(workspace) as sb:
+        started = sb.run(f"(setsid sleep {marker} &) ; nohup sleep {marker}1 >/dev/null 2>&1 & "
+                         "python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & sleep 1; echo ok", 10)
+        assert started.exit_code == 0, started.output
+        reach = sb.run("python3 -c \"import urllib.request; print(urllib.request.urlopen("
+                       "'http://127.0.0.1:8765/', timeout=5).status)\"", 15)
+        assert "200" in reach.output, reach.output  # a server backgrounded by one command serves the next
+        assert len(_marker_processes(f"sleep {marker}")) >= 2
+    deadline = time.monotonic() + 5
+    while _marker_processes(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _marker_processes(f"sleep {marker}"), "a backgrounded process outlived the sandbox"
+    assert not _marker_processes("http.server 8765")
+
+
+def _host_listener() -> tuple[socket.socket, int]:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    threading.Thread(target=lambda: [listener.accept()[0].close() for _ in range(8)], daemon=True).start()
+    return listener, listener.getsockname()[1]
+
+
+_CONNECT = ("python3 -c \"import socket, sys\ntry:\n    socket.create_connection(('{host}', {port}), timeout=3)\n"
+            "    print('CONNECTED')\nexcept OSError as e:\n    print('REFUSED', e)\"")
+
+
+@needs_host
+def test_net_none_has_only_loopback(workspace: Path) -> None:
+    listener, port = _host_listener()
+    try:
+        with HardenedSandbox(workspace, net="none") as sb:
+            links = sb.run("ls /sys/class/net 2>/dev/null || ip -o link | cut -d: -f2", 10).output.split()
+            assert links == ["lo"], links
+            assert "REFUSED" in sb.run(_CONNECT.format(host="127.0.0.1", port=port), 10).output  # the host's lo
+            assert "REFUSED" in sb.run(_CONNECT.format(host="1.1.1.1", port=443), 10).output
+            assert "REFUSED" in sb.run(_CONNECT.format(host="deb.debian.org", port=80), 10).output
+        with HardenedSandbox(workspace, net="host") as sb:  # the opt-out, recorded as such
+            assert "net=host" in sb.isolation
+            assert "CONNECTED" in sb.run(_CONNECT.format(host="127.0.0.1", port=port), 10).output
+    finally:
+        listener.close()
+
+
+def _host_reaches(host: str) -> bool:
+    try:
+        socket.create_connection((host, 443), timeout=5).close()
+        return True
+    except OSError:
+        return False
+
+
+@needs_host
+def test_net_proxy_allows_only_the_listed_hosts(workspace: Path) -> None:
+    if not _host_reaches("pypi.org"):
+        pytest.skip("this host itself cannot reach pypi.org:443: nothing to allow-list")
+    status = "curl -sS -m 20 -o /dev/null -w 'HTTP %{{http_code}}\\n' {url}"
+    with HardenedSandbox(workspace, net="proxy") as sb:
+        assert "net=proxy(allow=pypi.org," in sb.isolation
+        assert "HTTP 200" in sb.run(status.format(url="https://pypi.org/simple/mcp/"), 40).output
+        denied = sb.run(status.format(url="https://example.com/"), 40).output
+        assert "403" in denied and "HTTP 200" not in denied
+        assert "403" in sb.run(status.format(url="http://example.com/"), 40).output
+        # No route around the proxy: a direct connection has no network at all.
+        assert "REFUSED" in sb.run(_CONNECT.format(host="151.101.0.223", port=443), 10).output
+        assert sb._proxy is not None
+        assert "DENY CONNECT example.com:443" in sb._proxy.log and "ALLOW CONNECT pypi.org:443" in sb._proxy.log
