@@ -8,6 +8,7 @@ DuckDB admits one writing process at a time. Every access holds the lock only fo
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from mcp_evals_pipeline.contracts.records import RunFile, TrialRecord
 from mcp_evals_pipeline.paths import database_path
 
 LOCK_TIMEOUT_S = 120
+LOCK_POLL_S = 0.05
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trial_attempts (
@@ -115,8 +117,18 @@ class TrialStore:
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived connection holding the cross-process lock; the schema always exists."""
+        deadline = time.monotonic() + LOCK_TIMEOUT_S
         with self._lock:
-            con = duckdb.connect(str(self.path))
+            # A process outside this lock (a duckdb shell, a notebook) may hold DuckDB's own file lock: wait for
+            # it like for ours, within the same timeout, instead of failing the write at once.
+            while True:
+                try:
+                    con = duckdb.connect(str(self.path))
+                    break
+                except duckdb.IOException as exc:
+                    if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(LOCK_POLL_S)
             try:
                 con.execute(SCHEMA)
                 yield con

@@ -37,6 +37,17 @@ from mcp_evals_pipeline.versions import GRADER_VERSION
 TRIAL_FILE = "trial.json"
 # Trial partition keys exist for t1..tMAX of every task x condition (more trials per cell need a larger MAX).
 MAX_TRIALS = int(os.environ.get("MCP_EVALS_MAX_TRIALS", "5"))
+# Writes of a trial's row: each waits up to store.LOCK_TIMEOUT_S for the lock, then backs off and tries again.
+STORE_WRITE_ATTEMPTS = 3
+# Ballast written when an attempt starts and deleted just before its record files are written: an agent (or
+# anything else) filling the disk cannot keep the trial from landing its trial.json, memo and server.log.
+RESERVE_FILE = ".space-reserve"
+RESERVE_BYTES = 256 * 1024
+
+
+class RecordNotIndexed(RuntimeError):
+    """The attempt's files (trial.json included) are written but its DuckDB row is not: the store stayed locked
+    or failed. Nothing is lost: the next write of the slot, or `rebuild-db`, indexes it from the files."""
 
 
 def trial_key(task_id: str, condition: str, trial: int) -> str:
@@ -86,7 +97,7 @@ def _archive_previous(trial_dir: Path) -> int:
     previous = trial_dir / "previous"
     done = sorted(int(p.name.split("-")[1]) for p in previous.glob("attempt-*")) if previous.is_dir() else []
     if not (trial_dir / TRIAL_FILE).exists():
-        if trial_dir.exists():  # an attempt that died before writing its record: nothing worth keeping
+        if trial_dir.exists():  # leftovers without a record (run_trial records a died attempt before this)
             for child in trial_dir.iterdir():
                 if child.name != "previous":
                     shutil.rmtree(child) if child.is_dir() else child.unlink()
@@ -119,8 +130,10 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     run_id = run_id_for(spec.batch_id or spec.batch_date, spec.agent, spec.model)
     run_dir = (results_root or runs_dir()) / run_id
     trial_dir = run_dir / "trials" / spec.key
+    _record_died_attempt(spec, task.prompt_hash, task.contract.scored_for_pass_rate, run_id, trial_dir)
     attempt = _archive_previous(trial_dir)
     trial_dir.mkdir(parents=True, exist_ok=True)
+    reserve = _reserve_space(trial_dir)
     workspace = trial_dir / "workspace"
     transcript_path = trial_dir / "transcript.jsonl"
     started = time.monotonic()
@@ -152,13 +165,20 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
             result = runner.run(request)
         except Exception as exc:  # the harness, not the agent: the trial is invalid
             error = f"agent runner crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
-            transcript.emit("error", text=error)
+            with contextlib.suppress(OSError):  # e.g. a full disk: the record below still gets written
+                transcript.emit("error", text=error)
             result = None
         finally:
-            transcript.close()
+            with contextlib.suppress(OSError):
+                transcript.close()
             sandbox.close()
             services.close()
-        if result is None:
+        if (full := _disk_full(trial_dir)) is not None:
+            # The host's disk, not the SDK under test: whoever filled it, grading a half-written workspace says
+            # nothing. Checked first: a full disk also explains an agent that crashed writing its transcript.
+            error = full + (f"; {error}" if error else "")
+            grade = _infra_grade("infra.sandbox", error, workspace, scored)
+        elif result is None:
             grade = _infra_grade("infra.agent", error or "agent runner crashed", workspace, scored)
         elif result.infra_reason:
             error = result.error
@@ -172,6 +192,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     perf = result.perf if result is not None else TrialPerf()
     if perf.duration_ms is None and result is not None:
         perf = perf.model_copy(update={"duration_ms": int((time.monotonic() - started) * 1000)})
+    reserve.unlink(missing_ok=True)  # room for the record files even on a disk that filled up
     if grade.server_output:
         (trial_dir / "server.log").write_text(grade.server_output)
     record = TrialRecord(
@@ -186,8 +207,74 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     )
     _write_memo(record, trial_dir, skip=spec.skip_judge)
     (trial_dir / TRIAL_FILE).write_text(record.model_dump_json(indent=2))
-    store.record_trials([record])
+    _index(store, record, trial_dir)
     return record
+
+
+def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id: str, trial_dir: Path) -> None:
+    """An attempt whose process died (SIGKILL, OOM, a lost host) left its files but no trial.json: give it its
+    `infra.agent` record now, so its transcript and workspace are archived like any attempt's and its row lands."""
+    if (trial_dir / TRIAL_FILE).exists() or not trial_dir.is_dir():
+        return
+    leftovers = [c for c in trial_dir.iterdir() if c.name not in ("previous", RESERVE_FILE)]
+    if not leftovers:
+        return
+    (trial_dir / RESERVE_FILE).unlink(missing_ok=True)
+    previous = trial_dir / "previous"
+    done = sorted(int(p.name.split("-")[1]) for p in previous.glob("attempt-*")) if previous.is_dir() else []
+    transcript = trial_dir / "transcript.jsonl"
+    died_at = max(c.stat().st_mtime for c in leftovers)
+    error = ("the attempt's process died before it wrote its record (killed, out of memory or host lost); "
+             "its files are kept as they were")
+    record = TrialRecord(
+        task=spec.task_id, condition=spec.condition, trial=spec.trial, prompt_hash=prompt_hash,
+        agent_runner=spec.agent, agent_model=spec.model, reasoning_effort=spec.reasoning_effort,
+        grader_version=GRADER_VERSION, batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id,
+        attempt=(done[-1] + 1) if done else 1, valid=False, invalid_reason="infra.agent", error=error,
+        grade=_infra_grade("infra.agent", error, trial_dir / "workspace", scored), perf=TrialPerf(),
+        transcript_path=f"trials/{spec.key}/transcript.jsonl" if transcript.exists() else None,
+        memo_path=f"trials/{spec.key}/memo.md",
+        timestamp=dt.datetime.fromtimestamp(died_at, dt.UTC).isoformat(timespec="milliseconds").replace(
+            "+00:00", "Z"),
+    )
+    _write_memo(record, trial_dir, skip=True)
+    (trial_dir / TRIAL_FILE).write_text(record.model_dump_json(indent=2))
+
+
+def _reserve_space(trial_dir: Path) -> Path:
+    path = trial_dir / RESERVE_FILE
+    with contextlib.suppress(OSError):  # a disk already full: the check after the agent phase reports it
+        path.write_bytes(b"\0" * RESERVE_BYTES)
+    return path
+
+
+def _disk_full(trial_dir: Path) -> str | None:
+    """A description when less than the reserve is left free where the trial's files live, else None."""
+    try:
+        free = shutil.disk_usage(trial_dir).free
+    except OSError as exc:
+        return f"sandbox disk unusable: {exc}"
+    if free >= RESERVE_BYTES:
+        return None
+    return f"sandbox disk full: No space left on device ({free} bytes free under {trial_dir})"
+
+
+def _index(store: TrialStore, record: TrialRecord, trial_dir: Path) -> None:
+    """Write the attempt's row, with every earlier attempt of the slot re-read from its files (idempotent), so a
+    row an earlier attempt could not write (database locked past the timeout) lands now."""
+    earlier = [TrialRecord.model_validate_json(p.read_text())
+               for p in sorted(trial_dir.glob(f"previous/attempt-*/{TRIAL_FILE}"))]
+    for attempt in range(1, STORE_WRITE_ATTEMPTS + 1):
+        try:
+            store.record_trials([*earlier, record])
+            return
+        except Exception as exc:  # a lock held past the timeout, a database another process holds open
+            if attempt == STORE_WRITE_ATTEMPTS:
+                raise RecordNotIndexed(
+                    f"{trial_dir / TRIAL_FILE} is written but its row is not, after {attempt} tries "
+                    f"({type(exc).__name__}: {exc}); the next attempt of this trial or rebuild-db indexes it"
+                ) from exc
+            time.sleep(min(2.0 ** (attempt - 1), 10.0))
 
 
 def _write_memo(record: TrialRecord, trial_dir: Path, *, skip: bool) -> None:

@@ -1,13 +1,41 @@
-"""The trial asset: one partition = one independent agent attempt in a fresh sandbox, graded and recorded."""
+"""The trial asset: one partition = one independent agent attempt in a fresh sandbox, graded and recorded.
 
+Retries (DESIGN "Validity"): an attempt that ends invalid for a reason the harness can fix by trying again
+(`RETRYABLE_REASONS`: sandbox, agent harness, model API, grader, installer, upstream fake, OAuth IdP) asks Dagster
+for a retry with capped exponential backoff. The invalid row is already on disk and in DuckDB when the retry is
+requested, so nothing is lost: the retry archives it under `previous/attempt-<n>/` and its own attempt becomes
+current. A valid pass or fail never retries, and neither does an invalid attempt whose cause a retry cannot
+change (`PERMANENT_MARKERS`: a configuration or request error that would fail the same way every time). After the
+last retry the asset materializes the invalid attempt like any other (outcome `invalid`, retries_exhausted).
+A record that was written to disk but could not be indexed (the database stayed locked) is retried the same way:
+the next attempt indexes every attempt of its slot from the files, the lost one included.
+"""
 
 import dagster as dg
 from pydantic import Field
 
+from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.defs.partitions import trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.store import slot_of
-from mcp_evals_pipeline.trials import TrialSpec, parse_trial_key, run_trial
+from mcp_evals_pipeline.trials import RecordNotIndexed, TrialSpec, parse_trial_key, run_trial
+
+# Invalid reasons a new attempt can plausibly fix: a flaky host, harness, endpoint or local service.
+RETRYABLE_REASONS = frozenset({
+    "infra.sandbox", "infra.agent", "infra.model_api", "infra.grader", "infra.install", "infra.upstream",
+    "infra.oauth",
+})
+# Errors (substrings of the record's error) that fail identically on every attempt: retrying only burns budget.
+PERMANENT_MARKERS: tuple[tuple[str, str], ...] = (
+    ("(not retryable)", "the model API refused the request itself (e.g. 400/401/403/404)"),
+    ("is not set", "a credential or setting is missing"),
+    ("cannot check", "the task declares what this grader version cannot grade"),
+    ("sandbox preparation failed: FileNotFoundError", "a skill, scaffold or starter the condition names is missing"),
+    ("has no recorded sessions", "the replay session does not exist"),
+    ("not found (neither a file", "the replay session does not exist"),
+    ("cannot read session", "the replay session cannot be read"),
+    ("sandbox preparation failed: ValueError", "the condition or task is malformed"),
+)
 
 
 class TrialConfig(dg.Config):
@@ -17,6 +45,33 @@ class TrialConfig(dg.Config):
     batch_id: str | None = Field(default=None, description="Group id of the batch (default: the batch date)")
     skip_judge: bool = True
     time_budget_s: float = 1200.0
+    base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint of the openai agent")
+    options: dict[str, str] = Field(default_factory=dict,
+                                    description="Runner options, e.g. session=<file> (replay), max_retries=2")
+    max_retries: int = Field(default=2, ge=0, description="Dagster retries of an attempt invalid for infra")
+    retry_backoff_s: float = Field(default=30.0, ge=0, description="Wait before the first retry; doubles")
+    retry_backoff_max_s: float = Field(default=600.0, ge=0, description="Cap of one wait between retries")
+
+    def runner_options(self) -> dict[str, str]:
+        return {**self.options, **({"base_url": self.base_url} if self.base_url else {})}
+
+    def backoff_s(self, retry_number: int) -> float:
+        """Wait before retry `retry_number + 1` (retry_number: retries already made)."""
+        return min(self.retry_backoff_s * 2**retry_number, self.retry_backoff_max_s)
+
+
+def retry_verdict(record: TrialRecord) -> tuple[bool, str]:
+    """(retry?, why) for one recorded attempt."""
+    if record.valid:
+        return False, "valid"
+    reason = record.invalid_reason or ""
+    if reason not in RETRYABLE_REASONS:
+        return False, f"{reason or 'invalid'} is not a retryable reason"
+    error = record.error or record.grade.error or ""
+    for marker, why in PERMANENT_MARKERS:
+        if marker in error:
+            return False, f"{reason} is permanent: {why}"
+    return True, f"{reason} is retryable"
 
 
 @dg.asset(
@@ -28,7 +83,8 @@ class TrialConfig(dg.Config):
     description=(
         "One trial: prepare a fresh sandbox (starter/scaffold/skill), run the agent, capture transcript.jsonl and "
         "TrialPerf, grade with the functional grader, write eval_results/runs/<runId>/trials/<key>/ and the row "
-        "in DuckDB. Infra failures become valid=false rows; re-materializing adds an attempt and makes it current."
+        "in DuckDB. Infra failures become valid=false rows; a retryable one is retried with backoff (each retry "
+        "a new attempt, the newest current); re-materializing adds an attempt and makes it current."
     ),
 )
 def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: EvalStore) -> dg.MaterializeResult:
@@ -36,14 +92,32 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
     assert isinstance(key, dg.MultiPartitionKey)
     batch_date, trial_name = key.keys_by_dimension["batch_date"], key.keys_by_dimension["trial"]
     task_id, condition, n = parse_trial_key(trial_name)
-    record = run_trial(
-        TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date, agent=config.agent,
-                  model=config.model, reasoning_effort=config.reasoning_effort, batch_id=config.batch_id,
-                  skip_judge=config.skip_judge, time_budget_s=config.time_budget_s),
-        store=eval_store.store(), results_root=eval_store.runs(),
-    )
+    retry_number = context.retry_number
+    retries_left = retry_number < config.max_retries
+    try:
+        record = run_trial(
+            TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date, agent=config.agent,
+                      model=config.model, reasoning_effort=config.reasoning_effort, batch_id=config.batch_id,
+                      skip_judge=config.skip_judge, time_budget_s=config.time_budget_s,
+                      options=config.runner_options()),
+            store=eval_store.store(), results_root=eval_store.runs(),
+        )
+    except RecordNotIndexed as exc:
+        # The attempt is on disk; only its row is missing. The next attempt re-indexes it from the files.
+        if not retries_left:
+            raise
+        wait = config.backoff_s(retry_number)
+        context.log.warning(f"{trial_name}: {exc}; retry {retry_number + 1}/{config.max_retries} in {wait:g}s")
+        raise dg.RetryRequested(max_retries=config.max_retries, seconds_to_wait=wait) from exc
     outcome = "pass" if record.grade.contract_pass else ("invalid" if not record.valid else "fail")
-    context.log.info(f"{trial_name} on {batch_date}: {outcome} {record.grade.failure_code or ''}")
+    context.log.info(f"{trial_name} on {batch_date}: {outcome} {record.grade.failure_code or ''} "
+                     f"(attempt {record.attempt}, dagster retry {retry_number})")
+    retry, why = retry_verdict(record)
+    if retry and retries_left:
+        wait = config.backoff_s(retry_number)
+        context.log.warning(f"{trial_name}: attempt {record.attempt} invalid ({why}): recorded; "
+                            f"retry {retry_number + 1}/{config.max_retries} in {wait:g}s")
+        raise dg.RetryRequested(max_retries=config.max_retries, seconds_to_wait=wait)
     first = record.grade.first_failure
     return dg.MaterializeResult(metadata={
         "outcome": outcome,
@@ -53,6 +127,8 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
         "failing_check": f"{first.id}: {first.detail}" if first else "",
         "run_id": record.run_id or "",
         "attempt": record.attempt,
+        "dagster_retries": retry_number,
+        "retry": "" if record.valid else ("retries exhausted: " if retry else "not retried: ") + why,
         "slot": slot_of(record),
         "agent": f"{record.agent_runner}/{record.agent_model}",
         "sdk_path": record.grade.sdk_path,
