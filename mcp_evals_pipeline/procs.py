@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,6 +39,21 @@ def sanitized_env(
     }
     env.update(extra or {})
     return env
+
+
+@functools.cache
+def pid_namespace_prefix() -> tuple[str, ...]:
+    """`unshare` in a new pid namespace with its own /proc, when the host allows it (root here): the server under
+    test then cannot read the harness's environment or command line through /proc/<ppid>, nor see its other
+    processes. Detected once; empty where it does not work."""
+    cmd = ("unshare", "--pid", "--fork", "--mount-proc", "--kill-child")
+    if shutil.which("unshare") is None:
+        return ()
+    try:
+        ok = subprocess.run([*cmd, "true"], capture_output=True, timeout=10, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return cmd if ok else ()
 
 
 def free_port() -> int:

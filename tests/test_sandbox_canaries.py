@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.sandbox.hardened import detect
 from mcp_evals_pipeline.store import TrialStore
@@ -184,11 +185,13 @@ def test_hardened_backend_keeps_env_file_and_proc_canaries_out(tmp_path: Path,
     _assert_no_canary({"server.log SERVER-ENV": server_env}, env_canaries)
 
 
-@pytest.mark.xfail(strict=True, reason="known gap, grader side: the grader starts the server outside the sandbox "
-                   "as the harness's uid, so the server reads the harness's initial environment from "
-                   "/proc/<ppid>/environ (and any file the harness can). Fix: run the server in the hardened box.")
 def test_the_graded_server_cannot_read_the_harness_environment(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader starts the server in a pid namespace of its own with its own /proc (procs.pid_namespace_prefix):
+    the harness's /proc/<pid>/environ is out of its sight. (Files the harness can read still are: the server runs
+    on the host; a hardened grading box is the next step.)"""
+    if not procs.pid_namespace_prefix():
+        pytest.skip("this host cannot give the server a pid namespace (unshare --pid --mount-proc)")
     backend = "hardened" if _support.can_harden else "local"
     record, trial_dir, env_canaries, _files = _run(tmp_path, monkeypatch, backend, initial_env=True)
     assert record.valid and record.grade.contract_pass, (record.error, record.grade.failure_code)

@@ -9,14 +9,21 @@ from mcp_evals_pipeline.agents.base import (
     MissingCredentials,
     TranscriptWriter,
 )
+from mcp_evals_pipeline.agents.claude_agent import ClaudeAgent
+from mcp_evals_pipeline.agents.codex_agent import CodexAgent
 from mcp_evals_pipeline.agents.openai_agent import OpenAIAgent
 from mcp_evals_pipeline.agents.replay import ReplayAgent
 
-RUNNERS: dict[str, type[AgentRunner]] = {"replay": ReplayAgent, "openai": OpenAIAgent}
+RUNNERS: dict[str, type[AgentRunner]] = {
+    "replay": ReplayAgent,
+    "openai": OpenAIAgent,
+    "codex": CodexAgent,
+    "claude": ClaudeAgent,
+}
 
 # Pinned in models.AGENT_PINS and part of the design, but their runners are not built yet: named apart so the
 # error says "not available yet" rather than "unknown".
-PLANNED_RUNNERS: tuple[str, ...] = ("codex", "claude")
+PLANNED_RUNNERS: tuple[str, ...] = ()
 
 
 class UnknownRunner(ValueError):
@@ -31,8 +38,8 @@ def get_runner(name: str) -> AgentRunner:
         available = ", ".join(sorted(RUNNERS))
         if name in PLANNED_RUNNERS:
             raise UnknownRunner(f"agent runner {name!r} is not available yet (available: {available})") from None
-        raise UnknownRunner(f"unknown agent runner {name!r} (available: {available}; not available yet: "
-                            f"{', '.join(PLANNED_RUNNERS)})") from None
+        planned = f"; not available yet: {', '.join(PLANNED_RUNNERS)}" if PLANNED_RUNNERS else ""
+        raise UnknownRunner(f"unknown agent runner {name!r} (available: {available}{planned})") from None
 
 
 __all__ = [
@@ -41,6 +48,7 @@ __all__ = [
     "AgentRequest",
     "AgentResult",
     "AgentRunner",
+    "ClaudeAgent",
     "MissingCredentials",
     "OpenAIAgent",
     "ReplayAgent",

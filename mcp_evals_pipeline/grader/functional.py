@@ -357,6 +357,7 @@ class Grading:
         port = procs.free_port()
         cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
                else self.runtime.default_start_command(self.installation, self.entry))
+        cmd = [*procs.pid_namespace_prefix(), *cmd]
         try:
             self.proc = procs.spawn(cmd, cwd=self._run_dir(), env={**self._env(port), **extra_env},
                                     log_path=self.scratch / "server.log")
