@@ -16,6 +16,7 @@ from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.conditions import BASELINE
 from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.paths import REPO_ROOT, dagster_home, database_path, prompt_hash_lock, runs_dir
+from mcp_evals_pipeline.sandbox import SandboxError
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import (
     TaskLoadError,
@@ -206,9 +207,14 @@ concurrency:
 @click.option("--batch-date", help="Batch date partition (default: the current Mon/Wed/Fri batch).")
 @click.option("--batch-id", help="Group id of the batch (default: the batch date).")
 @click.option("--no-verify", is_flag=True, help="Skip verify-tasks before spending on agents.")
+@click.option("--sandbox", type=click.Choice(["local", "hardened", "docker"]),
+              help="Sandbox backend (default MCP_EVALS_SANDBOX, else local).")
+@click.option("--require-isolation", type=click.Choice(["hardened"]),
+              help="Refuse to run unless the host provides this isolation.")
 def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...], trials: int,
              task_ids: tuple[str, ...], model: str | None, reasoning_effort: str | None, skip_judge: bool,
-             batch_date: str | None, batch_id: str | None, no_verify: bool) -> None:
+             batch_date: str | None, batch_id: str | None, no_verify: bool, sandbox: str | None,
+             require_isolation: str | None) -> None:
     """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard."""
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
 
@@ -217,11 +223,11 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     request = BatchRequest(
         agent=agent, conditions=list(conditions + variants) or [BASELINE], trials=trials, task_ids=list(task_ids),
         model=model, reasoning_effort=reasoning_effort, skip_judge=skip_judge, batch_date=batch_date,
-        batch_id=batch_id, verify=not no_verify,
+        batch_id=batch_id, verify=not no_verify, sandbox=sandbox, require_isolation=require_isolation,
     )
     try:
         outcome = run_batch(request, _instance(), echo=err.print)
-    except (ValueError, MissingCredentials, TaskLoadError) as exc:
+    except (ValueError, MissingCredentials, TaskLoadError, SandboxError) as exc:
         err.print(f"[red]error:[/] {exc}")
         sys.exit(2)
     for path in outcome.reports:
@@ -229,6 +235,22 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     if outcome.failed_runs:
         err.print(f"[red]{outcome.failed_runs} Dagster run(s) failed[/] (see `dagster dev`)")
         sys.exit(3)
+
+
+@main.command("setup-agents")
+@click.argument("agents", nargs=-1)
+def setup_agents(agents: tuple[str, ...]) -> None:
+    """Install the pinned Node toolchain and agent CLIs (default: codex and claude) into the project cache."""
+    from mcp_evals_pipeline.agents.cli_tools import CLI_PINS, ensure_pinned_cli
+    from mcp_evals_pipeline.node_toolchain import ensure_toolchain
+
+    toolchain = ensure_toolchain()
+    out.print(f"node toolchain: {toolchain.bin_dir}")
+    for agent in agents or tuple(CLI_PINS):
+        if agent not in CLI_PINS:
+            err.print(f"[red]error:[/] no CLI pinned for {agent!r} (have: {', '.join(CLI_PINS)})")
+            sys.exit(2)
+        out.print(f"{agent}: {CLI_PINS[agent][0]}@{CLI_PINS[agent][1]} -> {ensure_pinned_cli(agent)}")
 
 
 @main.command("rebuild-db")

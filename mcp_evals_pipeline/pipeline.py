@@ -22,6 +22,7 @@ from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.models import pin_for
 from mcp_evals_pipeline.paths import runs_dir
+from mcp_evals_pipeline.sandbox import require_isolation
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, get_task
 from mcp_evals_pipeline.trials import MAX_TRIALS, run_id_for, trial_key
 from mcp_evals_pipeline.verify import verify_tasks
@@ -42,6 +43,8 @@ class BatchRequest:
     batch_date: str | None = None
     batch_id: str | None = None
     verify: bool = True
+    sandbox: str | None = None
+    require_isolation: str | None = None
 
 
 @dataclass
@@ -64,6 +67,8 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     runner = get_runner(request.agent)
     model = request.model or pin_for(request.agent).model
     runner.check_credentials(model)
+    if request.require_isolation:
+        require_isolation(request.require_isolation)  # refuse before any verify or agent spend
     batch_date = request.batch_date or batch_date_partitions.get_last_partition_key()
     if batch_date is None or not batch_date_partitions.has_partition_key(batch_date):
         raise ValueError(f"{batch_date!r} is not a batch date (Mon/Wed/Fri from 2026-08-03)")
@@ -78,7 +83,8 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                 f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}" for r in bad))
 
     config = {"agent": request.agent, "model": request.model, "reasoning_effort": request.reasoning_effort,
-              "batch_id": request.batch_id, "skip_judge": request.skip_judge}
+              "batch_id": request.batch_id, "skip_judge": request.skip_judge, "sandbox": request.sandbox,
+              "require_isolation": request.require_isolation}
     keys = [trial_key(t.id, c, n) for t in tasks for c in request.conditions for n in range(1, request.trials + 1)]
     failed = 0
     for index, key in enumerate(keys, 1):

@@ -62,6 +62,8 @@ CREATE TABLE IF NOT EXISTS trial_attempts (
     grade_json JSON,
     PRIMARY KEY (slot, attempt)
 );
+-- Columns added after the first release: older database files gain them in place.
+ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS isolation VARCHAR;
 CREATE OR REPLACE VIEW trials AS SELECT * EXCLUDE (is_current, grade_json) FROM trial_attempts WHERE is_current;
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY,
@@ -83,7 +85,7 @@ COLUMNS = (
     "prompt_hash", "agent_runner", "agent_model", "reasoning_effort", "sdk_version", "grader_version", "sandbox",
     "valid", "invalid_reason", "error", "contract_pass", "failure_code", "failing_check", "failing_detail",
     "sdk_path", "scored_for_pass_rate", "duration_ms", "turns", "tokens_in", "tokens_out", "tool_calls", "cost_usd",
-    "memo_path", "transcript_path", "source", "recorded_at", "grade_json",
+    "memo_path", "transcript_path", "source", "recorded_at", "grade_json", "isolation",
 )
 
 
@@ -104,7 +106,7 @@ def _row(record: TrialRecord, source: str) -> tuple[object, ...]:
         grade.sdk_path, grade.scored_for_pass_rate, record.perf.duration_ms, record.perf.turns,
         record.perf.tokens_in, record.perf.tokens_out, record.perf.tool_calls, record.perf.cost_usd,
         record.memo_path, record.transcript_path, source, record.timestamp,
-        grade.model_dump_json(exclude={"server_output"}),
+        grade.model_dump_json(exclude={"server_output"}), record.isolation,
     )
 
 

@@ -22,14 +22,14 @@ from typing import Any
 from mcp_evals_pipeline import models
 from mcp_evals_pipeline.agents import get_runner
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, TranscriptWriter
-from mcp_evals_pipeline.conditions import Condition, prepare_workspace
+from mcp_evals_pipeline.conditions import Condition, prepare_workspace, remove_agent_env, write_agent_env
 from mcp_evals_pipeline.contracts.grade import TrialGrade
 from mcp_evals_pipeline.contracts.records import TrialPerf, TrialRecord
 from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.grader.source import detect_sdk_path
 from mcp_evals_pipeline.oauth_idp import agent_phase_env
 from mcp_evals_pipeline.paths import runs_dir
-from mcp_evals_pipeline.sandbox import open_sandbox
+from mcp_evals_pipeline.sandbox import open_sandbox, require_isolation
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import get_task
 from mcp_evals_pipeline.versions import GRADER_VERSION
@@ -80,6 +80,8 @@ class TrialSpec:
     skip_judge: bool = True
     time_budget_s: float = 1200.0
     options: dict[str, Any] = field(default_factory=dict)
+    sandbox: str | None = None  # backend: local | hardened | docker (default MCP_EVALS_SANDBOX, else local)
+    require_isolation: str | None = None  # refuse the trial unless the host provides this level
 
     @property
     def key(self) -> str:
@@ -126,6 +128,8 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     condition = Condition.parse(spec.condition)
     runner = get_runner(spec.agent)
     runner.check_credentials(spec.model)  # fail fast, naming the variable, before any sandbox exists
+    if spec.require_isolation:
+        require_isolation(spec.require_isolation)  # SandboxError naming what the host lacks, before any work
 
     run_id = run_id_for(spec.batch_id or spec.batch_date, spec.agent, spec.model)
     run_dir = (results_root or runs_dir()) / run_id
@@ -143,19 +147,25 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     grade: TrialGrade
     error: str | None = None
     sandbox_name: str | None = None
+    isolation: str | None = None
+    env_written: list[str] = []
     scored = task.contract.scored_for_pass_rate
     # What the agent phase needs live (an OAuth task's IdP, its env for the sandbox); closed before grading.
     services = contextlib.ExitStack()
     try:
         prompt = prepare_workspace(workspace, task, condition, spec.agent)
+        env_written = write_agent_env(workspace, task.contract.agent_env_keys, dict(os.environ))
+        if env_written:
+            prompt += (f"\n\nThe values of {', '.join(env_written)} are in `.env` and `.mcp-evals-env.sh` in your "
+                       "workspace: `source .mcp-evals-env.sh` before commands that need them.\n")
         agent_env = services.enter_context(agent_phase_env(task.contract))
-        sandbox = open_sandbox(workspace, extra_env=agent_env or None)
+        sandbox = open_sandbox(workspace, backend=spec.sandbox, extra_env=agent_env or None)
     except Exception as exc:
         services.close()
         error = f"sandbox preparation failed: {type(exc).__name__}: {exc}"
         grade = _infra_grade("infra.sandbox", error, workspace, scored)
     else:
-        sandbox_name = sandbox.backend
+        sandbox_name, isolation = sandbox.backend, sandbox.isolation
         transcript = TranscriptWriter(transcript_path)
         try:
             request = AgentRequest(task_id=task.id, prompt=prompt, sandbox=sandbox, transcript=transcript,
@@ -173,6 +183,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
                 transcript.close()
             sandbox.close()
             services.close()
+            remove_agent_env(workspace, env_written)  # the agent phase's secrets never reach grading or a snapshot
         if (full := _disk_full(trial_dir)) is not None:
             # The host's disk, not the SDK under test: whoever filled it, grading a half-written workspace says
             # nothing. Checked first: a full disk also explains an agent that crashed writing its transcript.
@@ -200,6 +211,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         agent_runner=spec.agent, agent_model=(result.model if result and result.model else spec.model),
         reasoning_effort=spec.reasoning_effort, sdk_version=grade.sdk_version, grader_version=GRADER_VERSION,
         batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id, attempt=attempt, sandbox=sandbox_name,
+        isolation=isolation,
         valid=grade.valid, invalid_reason=None if grade.valid else grade.failure_code, error=error,
         grade=grade.model_copy(update={"server_output": None}), perf=perf,
         transcript_path=f"trials/{spec.key}/transcript.jsonl" if transcript_path.exists() else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,27 @@ def test_skill_condition_copies_the_skill_and_points_the_prompt_to_it(env: tuple
     assert record.grade.contract_pass, record.grade.first_failure
     transcript = (workspace.parent / "transcript.jsonl").read_text()
     assert ".agents/skills/mcp-python-server/" in transcript  # the prompt the agent got names the skill
+
+
+def test_agent_env_keys_reach_only_the_agent_phase(env: tuple[TrialStore, Path], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    store, runs = env
+    tasks = tmp_path / "tasks"
+    shutil.copytree(TASKS / TASK, tasks / TASK)
+    contract = json.loads((tasks / TASK / "task.json").read_text())
+    (tasks / TASK / "task.json").write_text(json.dumps({**contract, "agentEnvKeys": ["ACME_TOKEN", "UNSET_KEY"]}))
+    monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tasks))
+    monkeypatch.setenv("ACME_TOKEN", "acme-secret-value")
+    monkeypatch.delenv("UNSET_KEY", raising=False)
+    session = tmp_path / "session.jsonl"
+    lines = [{"type": "tool", "tool": "shell",
+              "args": {"command": ". ./.mcp-evals-env.sh && echo \"seen=$ACME_TOKEN\" > ../seen.txt"}}]
+    lines += [json.loads(line) for line in (TASKS / TASK / "sessions" / "pass-2.jsonl").read_text().splitlines()]
+    session.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    record = run_trial(spec(options={"session": str(session)}), store=store, results_root=runs)
+    trial_dir = runs / record.run_id / "trials" / record.trial_name
+    assert (trial_dir / "seen.txt").read_text().strip() == "seen=acme-secret-value"  # the agent had it
+    assert not (trial_dir / "workspace" / ".env").exists()  # and no snapshot keeps it
+    assert not (trial_dir / "workspace" / ".mcp-evals-env.sh").exists()
+    assert record.grade.contract_pass, record.grade.first_failure
+    assert "acme-secret-value" not in (trial_dir / "transcript.jsonl").read_text().replace("seen.txt", "")

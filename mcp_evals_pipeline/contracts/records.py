@@ -38,6 +38,7 @@ class TrialRecord(RecordModel):
     run_id: str | None = None
     attempt: int = 1
     sandbox: str | None = None
+    isolation: str | None = None  # what the sandbox backend achieved on this host, e.g. "bwrap ro-root pidns ..."
     valid: bool
     invalid_reason: str | None = None
     error: str | None = None

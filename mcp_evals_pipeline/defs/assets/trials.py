@@ -48,6 +48,8 @@ class TrialConfig(dg.Config):
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint of the openai agent")
     options: dict[str, str] = Field(default_factory=dict,
                                     description="Runner options, e.g. session=<file> (replay), max_retries=2")
+    sandbox: str | None = Field(default=None, description="local | hardened | docker (default MCP_EVALS_SANDBOX)")
+    require_isolation: str | None = Field(default=None, description="Refuse unless the host provides: hardened")
     max_retries: int = Field(default=2, ge=0, description="Dagster retries of an attempt invalid for infra")
     retry_backoff_s: float = Field(default=30.0, ge=0, description="Wait before the first retry; doubles")
     retry_backoff_max_s: float = Field(default=600.0, ge=0, description="Cap of one wait between retries")
@@ -99,7 +101,8 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
             TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date, agent=config.agent,
                       model=config.model, reasoning_effort=config.reasoning_effort, batch_id=config.batch_id,
                       skip_judge=config.skip_judge, time_budget_s=config.time_budget_s,
-                      options=config.runner_options()),
+                      options=config.runner_options(), sandbox=config.sandbox,
+                      require_isolation=config.require_isolation),
             store=eval_store.store(), results_root=eval_store.runs(),
         )
     except RecordNotIndexed as exc:
