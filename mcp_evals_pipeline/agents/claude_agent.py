@@ -34,9 +34,7 @@ import contextlib
 import json
 import os
 import shlex
-import shutil
 import stat
-import tempfile
 import threading
 import time
 import uuid
@@ -50,11 +48,11 @@ import psutil
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner, MissingCredentials, TranscriptWriter
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
-from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.sandbox.base import CommandResult, SandboxError
 
 KEY_ENVS: tuple[str, ...] = AGENT_PINS["claude"].key_env or ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+DEFAULT_ENDPOINT = "https://api.anthropic.com"
 PLACEHOLDER_KEY = "placeholder-key-for-a-keyless-endpoint"
 SYNTHETIC_MODEL = "<synthetic>"  # the CLI's own stand-in messages (an API error shown as assistant text)
 # What of the CLI's stderr goes into an error message.
@@ -391,14 +389,20 @@ class ClaudeAgent(AgentRunner):
             transcript.emit("error", text=error)
             return AgentResult(perf=perf(), infra_reason="infra.agent", error=error, model=model)
 
-        # Beside the codex runner's: one place for the CLI runners' private directories (not the workspace).
-        scratch = cache_dir() / "agent-runs"
-        scratch.mkdir(parents=True, exist_ok=True)
-        private = Path(tempfile.mkdtemp(prefix="claude-", dir=scratch))
+        # Beside the codex runner's: the sandbox's private directory for the CLI runners (not the workspace).
+        from mcp_evals_pipeline.agents.cli_tools import private_run_dir, reachable_endpoint
+
         try:
-            return self._run_cli(request, state, private, bin_dir, path, key, base_url, model, perf)
-        finally:
-            shutil.rmtree(private, ignore_errors=True)
+            if base_url:
+                base_url = reachable_endpoint(request.sandbox, base_url)
+            elif callable(getattr(request.sandbox, "allow_endpoint", None)):
+                reachable_endpoint(request.sandbox, DEFAULT_ENDPOINT)
+            with private_run_dir(request.sandbox, "claude-") as private:
+                return self._run_cli(request, state, private, bin_dir, path, key, base_url, model, perf)
+        except SandboxError as exc:
+            error = f"sandbox failed: {exc}"
+            transcript.emit("error", text=error)
+            return AgentResult(perf=perf(), infra_reason="infra.sandbox", error=error, model=model)
 
     def _run_cli(self, request: AgentRequest, state: StreamState, private: Path, bin_dir: Path, path: str,
                  key: tuple[str, str], base_url: str | None, model: str,

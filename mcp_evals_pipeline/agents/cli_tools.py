@@ -16,7 +16,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -106,6 +109,33 @@ def ensure_cli(package: str, version: str) -> Path:
             shutil.rmtree(staging, ignore_errors=True)
         (root / COMPLETE_MARKER).write_text(json.dumps({"package": package, "version": version}) + "\n")
     return bin_dir
+
+
+@contextmanager
+def private_run_dir(sandbox: Any, prefix: str) -> Iterator[Path]:
+    """A CLI runner's private directory (HOME, config, the key file, the CLI's output), outside the workspace and
+    visible to the CLI at the same path: the sandbox's own (`private_dir()`: the hardened backend bind-mounts it
+    into the box, owned by the box uid) when it has one, else a temporary directory under the cache (the local
+    backend runs on the host's filesystem). Removed afterwards."""
+    make = getattr(sandbox, "private_dir", None)
+    if callable(make):
+        path = Path(make(prefix))
+    else:
+        scratch = cache_dir() / "agent-runs"
+        scratch.mkdir(parents=True, exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def reachable_endpoint(sandbox: Any, url: str) -> str:
+    """The URL at which the CLI in the sandbox reaches a model endpoint: a sandbox with its own network
+    (`allow_endpoint()`: the hardened backend's net=proxy) is asked to let it through; others reach it as is.
+    Raises the sandbox's SandboxError when it cannot."""
+    allow = getattr(sandbox, "allow_endpoint", None)
+    return str(allow(url)) if callable(allow) else url
 
 
 def ensure_pinned_cli(agent: str) -> Path:

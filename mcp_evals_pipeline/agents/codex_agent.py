@@ -27,11 +27,11 @@ Options (request.options), all optional:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shlex
 import shutil
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,10 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner, MissingCredentials
-from mcp_evals_pipeline.agents.cli_tools import CLI_PINS, CliInstallError, cli_path, ensure_cli
+from mcp_evals_pipeline.agents.cli_tools import (
+    CLI_PINS,
+    CliInstallError,
+    cli_path,
+    ensure_cli,
+    private_run_dir,
+    reachable_endpoint,
+)
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
-from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.sandbox.base import SandboxError
 
 KEY_ENVS = AGENT_PINS["codex"].key_env  # ("OPENAI_API_KEY", "CODEX_API_KEY")
@@ -287,13 +293,15 @@ class CodexAgent(AgentRunner):
         except CliInstallError as exc:
             return infra("infra.agent", f"codex CLI unavailable: {exc}", install_started)
 
-        scratch = cache_dir() / "agent-runs"
-        scratch.mkdir(parents=True, exist_ok=True)
-        private = Path(tempfile.mkdtemp(prefix="codex-", dir=scratch))
+        started = time.monotonic()
         try:
-            return self._run(request, private, bin_dir, model, effort, key)
-        finally:
-            shutil.rmtree(private, ignore_errors=True)
+            base_url = str(request.options.get("base_url") or DEFAULT_BASE_URL)
+            request = dataclasses.replace(
+                request, options={**request.options, "base_url": reachable_endpoint(request.sandbox, base_url)})
+            with private_run_dir(request.sandbox, "codex-") as private:
+                return self._run(request, private, bin_dir, model, effort, key)
+        except SandboxError as exc:
+            return infra("infra.sandbox", f"sandbox failed: {exc}", started)
 
     def _run(self, request: AgentRequest, private: Path, bin_dir: Path, model: str, effort: str | None,
              key: str) -> AgentResult:

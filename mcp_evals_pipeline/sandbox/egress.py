@@ -62,10 +62,17 @@ def allow_list() -> tuple[str, ...]:
 
 
 def is_allowed(host: str, port: int, allowed: tuple[str, ...]) -> bool:
+    """An entry `host` (or `.suffix`) allows ports 80 and 443; an entry `host:port` allows exactly that port."""
     host = host.lower().rstrip(".")
-    if port not in ALLOWED_PORTS:
-        return False
-    return any(host == a or (a.startswith(".") and host.endswith(a)) for a in allowed)
+    for entry in allowed:
+        name, sep, entry_port = entry.rpartition(":")
+        if sep and entry_port.isdigit():
+            if int(entry_port) == port and host == name.lower():
+                return True
+            continue
+        if port in ALLOWED_PORTS and (host == entry or (entry.startswith(".") and host.endswith(entry))):
+            return True
+    return False
 
 
 def _pipe(a: socket.socket, b: socket.socket) -> None:
@@ -157,6 +164,66 @@ class EgressProxy:
                 rest = head
             if rest:
                 upstream.sendall(rest)
+            threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
+            _pipe(upstream, client)
+        except OSError:
+            pass
+        finally:
+            self._conns.discard(client)
+            for s in (client, upstream):
+                if s is not None:
+                    with contextlib.suppress(OSError):
+                        s.close()
+
+    def allow(self, entry: str) -> None:
+        """Add an allow-list entry (`host`, `.suffix` or `host:port`) while the proxy runs."""
+        entry = entry.strip().lower()
+        if entry and entry not in self.allowed:
+            self.allowed = (*self.allowed, entry)
+
+    def close(self) -> None:
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._server.close()
+        for conn in list(self._conns):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.socket_path.unlink()
+
+
+class PortRelay:
+    """A unix socket (bound into the box) relaying every connection to one fixed TCP address on the host: with
+    FORWARDER listening on the same port inside the box, a host-loopback endpoint (a local model server or proxy)
+    is reachable at the same URL from inside the box, and nothing else is."""
+
+    def __init__(self, socket_path: Path, target: tuple[str, int]):
+        self.socket_path = socket_path
+        self.target = target
+        self.log: list[str] = []
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(str(socket_path))
+        os.chmod(socket_path, 0o666)
+        self._server.listen(64)
+        self._closed = False
+        self._conns: set[socket.socket] = set()
+        threading.Thread(target=self._accept, daemon=True, name="sandbox-relay").start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self._conns.add(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream: socket.socket | None = None
+        try:
+            upstream = socket.create_connection(self.target, timeout=15)
+            upstream.settimeout(None)
+            self.log.append(f"RELAY {self.target[0]}:{self.target[1]}")
             threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
             _pipe(upstream, client)
         except OSError:

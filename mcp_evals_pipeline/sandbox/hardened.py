@@ -18,6 +18,17 @@ One sandbox is one long-lived bubblewrap "box" (`bwrap ... sleep infinity`) star
 
 A process backgrounded by one command survives to the next (same box, same pid namespace), as with `local`.
 
+For agent runners that start a CLI in the box (agents/codex_agent.py, agents/claude_agent.py, via
+agents/cli_tools.private_run_dir / reachable_endpoint):
+- `private_dir()`: a fresh directory outside the workspace (HOME, the CLI's config and key file), at the same path
+  on the host and in the box (one 0711 root-owned parent bound read-write), 0700 and handed to the sandbox uid
+  before every command, removed on close;
+- the CLIs and the pinned Node toolchain (cache_dir()/agent-clis, cache_dir()/node-toolchain) are mounted
+  read-only at their host paths;
+- `allow_endpoint(url)` (net=proxy): a host-loopback endpoint (a local model server or key proxy) is relayed to the
+  same port on the box's loopback; any other host:port is added to the egress proxy's allow-list. Both CLIs honour
+  HTTPS_PROXY (checked: CONNECT api.openai.com:443 / api.anthropic.com:443 through the proxy).
+
 Settings (environment): MCP_EVALS_SANDBOX_MEM (default 2G), MCP_EVALS_SANDBOX_PIDS (512),
 MCP_EVALS_SANDBOX_NET (none | proxy | host; default none), MCP_EVALS_SANDBOX_RO_PATHS (extra read-only paths, `:`
 separated, e.g. a Node toolchain), MCP_EVALS_SANDBOX_UID (65534).
@@ -44,8 +55,9 @@ from pathlib import Path
 import psutil
 
 from mcp_evals_pipeline import procs
+from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError
-from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy
+from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay
 
 OUTPUT_LIMIT = 30_000
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -53,6 +65,9 @@ NOBODY = 65534
 # Top-level host paths mounted read-only in the box; everything else is absent.
 SYSTEM_DIRS = ("usr", "etc", "opt", "var", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Inside /var and /etc: paths that are hidden (empty tmpfs) even though their parent is mounted.
+# The agent CLIs' read-only toolchains (agents/cli_tools.py, node_toolchain.py), mounted at their host paths.
+TOOL_DIRS = ("agent-clis", "node-toolchain")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MASKED = ("/var/tmp", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/mail", "/etc/ssh", "/etc/ssl/private")
 
 
@@ -307,7 +322,18 @@ class HardenedSandbox(Sandbox):
         self.pids_limit = pids or int(os.environ.get("MCP_EVALS_SANDBOX_PIDS", "512"))
         self.uid = int(os.environ.get("MCP_EVALS_SANDBOX_UID", str(NOBODY)))
         extra_ro = [Path(p) for p in os.environ.get("MCP_EVALS_SANDBOX_RO_PATHS", "").split(":") if p]
-        self._ro_paths = [*(ro_paths or []), *extra_ro]
+        tools = []
+        for name in TOOL_DIRS:  # created now so a CLI installed after the box started is visible in it
+            with contextlib.suppress(OSError):
+                (cache_dir() / name).mkdir(parents=True, exist_ok=True)
+                tools.append((cache_dir() / name).resolve())
+        self._ro_paths = [*(ro_paths or []), *extra_ro, *tools]
+        # Runners' private directories (private_dir()): bound read-write into the box at the same path.
+        self._private_root = Path(tempfile.mkdtemp(prefix="sandbox-private-"))
+        self._private_root.chmod(0o711)
+        self._private: list[Path] = []
+        self._relays: list[PortRelay] = []
+        self._forwarded: dict[int, tuple[str, int]] = {}
         self._live: list[subprocess.Popen[bytes]] = []
         self._box: subprocess.Popen[bytes] | None = None
         self._cgroup: _Cgroup | None = None
@@ -351,7 +377,18 @@ class HardenedSandbox(Sandbox):
         if ancestors and ancestors[0].lstrip("/") in SYSTEM_DIRS:
             ancestors = []  # under a read-only system dir: the host's own directories
         dirs = [arg for path in ancestors for arg in ("--perms", "0755", "--dir", path)]
-        cmd = [bwrap, *_mount_args(self._ro_paths), *dirs, "--bind", ws, ws, "--chdir", ws,
+        # Likewise the ancestors of the extra read-only paths (the CLI toolchains), created before their mounts.
+        ro_dirs: list[str] = []
+        for extra in self._ro_paths:
+            up = [p for p in reversed(extra.parents) if p != Path("/")]
+            if not up or up[0].name in SYSTEM_DIRS or up[0] == Path("/tmp"):
+                continue
+            for path in up:
+                if not any(path == Path(d) for d in ro_dirs[3::4]):
+                    ro_dirs += ["--perms", "0755", "--dir", str(path)]
+        private = str(self._private_root)
+        cmd = [bwrap, *ro_dirs, *_mount_args(self._ro_paths), *dirs, "--bind", ws, ws, "--bind", private, private,
+               "--chdir", ws,
                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL", "--hostname", "sandbox"]
         if self.net != "host":
@@ -396,8 +433,17 @@ class HardenedSandbox(Sandbox):
 
     def _start_forwarder(self) -> None:
         """Inside the box, as the sandbox uid: 127.0.0.1:PROXY_PORT -> the host proxy's socket."""
-        log = self._scratch / "forwarder.log"
-        argv = self._enter(["/usr/bin/python3", "-c", FORWARDER, str(PROXY_PORT), "/run/mcp-egress/proxy.sock"])
+        self._forward(PROXY_PORT, "proxy.sock")
+        url = f"http://127.0.0.1:{PROXY_PORT}"
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
+                     "npm_config_https_proxy"):
+            self._env[name] = url
+        self._env["NO_PROXY"] = self._env["no_proxy"] = "localhost,127.0.0.1,::1"
+
+    def _forward(self, port: int, socket_name: str) -> None:
+        """Inside the box, as the sandbox uid: listen on 127.0.0.1:port, relay to /run/mcp-egress/<socket_name>."""
+        log = self._scratch / f"forwarder-{port}.log"
+        argv = self._enter(["/usr/bin/python3", "-c", FORWARDER, str(port), f"/run/mcp-egress/{socket_name}"])
         with open(log, "wb") as out:
             proc = subprocess.Popen(argv, cwd="/", env=self._env, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True,
@@ -408,11 +454,52 @@ class HardenedSandbox(Sandbox):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SandboxError(f"the egress forwarder did not start: {procs.tail(log, 2000)}")
             time.sleep(0.02)
-        url = f"http://127.0.0.1:{PROXY_PORT}"
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
-                     "npm_config_https_proxy"):
-            self._env[name] = url
-        self._env["NO_PROXY"] = self._env["no_proxy"] = "localhost,127.0.0.1,::1"
+
+    # For agent runners ------------------------------------------------------------------------------------------
+
+    def private_dir(self, prefix: str = "agent-") -> Path:
+        """A fresh directory only the sandbox uid (and root) can use, outside the workspace, at the same path on
+        the host and in the box; handed to the sandbox uid before every command (so files the runner wrote in
+        it, a key file included, are the box user's, mode as written), removed on close."""
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=self._private_root))
+        path.chmod(0o700)
+        os.chown(path, self.uid, self.uid)
+        self._private.append(path)
+        return path
+
+    def allow_endpoint(self, url: str) -> str:
+        """Make a model endpoint reachable from the box; returns the URL to use inside it (the same URL).
+
+        net=host: nothing to do. net=proxy: an endpoint on the host's loopback (a local model server or key
+        proxy) is relayed to the same port on the box's loopback (FORWARDER -> unix socket -> host 127.0.0.1:port;
+        NO_PROXY keeps clients direct); any other host:port is added to the egress proxy's allow-list. net=none:
+        SandboxError (no network by choice)."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if not host or self.net == "host":
+            return url
+        if self.net != "proxy" or self._proxy is None:
+            raise SandboxError(f"the model endpoint {host}:{port} is unreachable from a net={self.net} hardened "
+                               f"sandbox (set MCP_EVALS_SANDBOX_NET=proxy)")
+        if host in LOOPBACK:
+            target = ("::1" if host == "::1" else "127.0.0.1", port)
+            if self._forwarded.get(port) == target:
+                return url
+            if port in self._forwarded or port == PROXY_PORT:
+                raise SandboxError(f"port {port} of the box's loopback is already in use")
+            name = f"relay-{port}.sock"
+            relay = PortRelay(self._scratch / "egress" / name, target)
+            self._relays.append(relay)
+            self._forward(port, name)
+            self._forwarded[port] = target
+            self.isolation += f"(relay=127.0.0.1:{port})"
+        else:
+            self._proxy.allow(f"{host}:{port}")
+            self.isolation += f"(allow+={host}:{port})"
+        return url
 
     # The Sandbox API --------------------------------------------------------------------------------------------
 
@@ -429,6 +516,9 @@ class HardenedSandbox(Sandbox):
     def run(self, command: str, timeout_s: float) -> CommandResult:
         if self._closed or self._box is None or self._box.poll() is not None:
             raise SandboxError("the hardened sandbox is closed or its box died")
+        for private in self._private:  # what a runner wrote there is the box user's
+            with contextlib.suppress(OSError):
+                _chown_tree(private, self.uid, self.uid)
         log = self._scratch / f"cmd-{time.monotonic_ns()}.log"
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
         pids_before = self._cgroup.pids_limited() if self._cgroup else 0
@@ -473,6 +563,9 @@ class HardenedSandbox(Sandbox):
             self._cgroup.destroy()
         if self._proxy is not None:
             self._proxy.close()
+        for relay in self._relays:
+            relay.close()
         with contextlib.suppress(OSError):
             _chown_tree(self.workspace, *self._owner)
         shutil.rmtree(self._scratch, ignore_errors=True)
+        shutil.rmtree(self._private_root, ignore_errors=True)
