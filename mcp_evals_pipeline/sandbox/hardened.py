@@ -147,7 +147,7 @@ def detect() -> HostSupport:
     if bwrap is None:
         missing.append("bubblewrap is not installed (Debian: apt-get install -y bubblewrap)")
     else:
-        base = [bwrap, *_mount_args([]), "--unshare-pid", "--die-with-parent", "--clearenv", "--cap-drop", "ALL"]
+        base = [bwrap, *_mount_args(), "--unshare-pid", "--die-with-parent", "--clearenv", "--cap-drop", "ALL"]
         ok, out = _try([*base, "/bin/true"])
         if not ok:
             missing.append(f"bubblewrap does not run here: {out}")
@@ -200,7 +200,7 @@ def require_isolation(level: str) -> HostSupport | None:
 # --- the box ----------------------------------------------------------------------------------------------------
 
 
-def _mount_args(ro_paths: list[Path]) -> list[str]:
+def _mount_args() -> list[str]:
     args: list[str] = []
     for name in SYSTEM_DIRS:
         path = Path("/") / name
@@ -211,10 +211,22 @@ def _mount_args(ro_paths: list[Path]) -> list[str]:
     for masked in MASKED:
         if Path(masked).is_dir():
             args += ["--tmpfs", masked]
-    for extra in ro_paths:
-        if extra.exists():
-            args += ["--ro-bind", str(extra), str(extra)]
     return [*args, "--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]
+
+
+def _ro_bind_args(ro_paths: list[Path]) -> list[str]:
+    """The extra read-only paths, after the box's own /tmp so a path under the host's /tmp (a checkout there)
+    stays visible; their ancestors are created traversable first (bwrap would make them 0700)."""
+    dirs: list[str] = []
+    for extra in ro_paths:
+        up = [p for p in reversed(extra.parents) if p != Path("/")]
+        if not extra.exists() or not up or up[0].name in SYSTEM_DIRS:
+            continue
+        for path in up:
+            if str(path) not in dirs:
+                dirs += ["--perms", "0755", "--dir", str(path)]
+    binds = [arg for extra in ro_paths if extra.exists() for arg in ("--ro-bind", str(extra), str(extra))]
+    return [*dirs, *binds]
 
 
 class _Cgroup:
@@ -377,17 +389,9 @@ class HardenedSandbox(Sandbox):
         if ancestors and ancestors[0].lstrip("/") in SYSTEM_DIRS:
             ancestors = []  # under a read-only system dir: the host's own directories
         dirs = [arg for path in ancestors for arg in ("--perms", "0755", "--dir", path)]
-        # Likewise the ancestors of the extra read-only paths (the CLI toolchains), created before their mounts.
-        ro_dirs: list[str] = []
-        for extra in self._ro_paths:
-            up = [p for p in reversed(extra.parents) if p != Path("/")]
-            if not up or up[0].name in SYSTEM_DIRS or up[0] == Path("/tmp"):
-                continue
-            for path in up:
-                if not any(path == Path(d) for d in ro_dirs[3::4]):
-                    ro_dirs += ["--perms", "0755", "--dir", str(path)]
         private = str(self._private_root)
-        cmd = [bwrap, *ro_dirs, *_mount_args(self._ro_paths), *dirs, "--bind", ws, ws, "--bind", private, private,
+        cmd = [bwrap, *_mount_args(), *_ro_bind_args(self._ro_paths), *dirs,
+               "--bind", ws, ws, "--bind", private, private,
                "--chdir", ws,
                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL", "--hostname", "sandbox"]
