@@ -19,12 +19,12 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock
 
 from mcp_evals_pipeline.node_toolchain import ToolchainError, ensure_toolchain, npm_env
 from mcp_evals_pipeline.paths import cache_dir
+from mcp_evals_pipeline.sandbox.base import Sandbox
 
 # Exact versions (the npm `latest` tags on 2026-11-30). Bump deliberately: a CLI release changes agent behaviour.
 CLI_PINS: dict[str, tuple[str, str]] = {
@@ -112,30 +112,20 @@ def ensure_cli(package: str, version: str) -> Path:
 
 
 @contextmanager
-def private_run_dir(sandbox: Any, prefix: str) -> Iterator[Path]:
-    """A CLI runner's private directory (HOME, config, the key file, the CLI's output), outside the workspace and
-    visible to the CLI at the same path: the sandbox's own (`private_dir()`: the hardened backend bind-mounts it
-    into the box, owned by the box uid) when it has one, else a temporary directory under the cache (the local
-    backend runs on the host's filesystem). Removed afterwards."""
-    make = getattr(sandbox, "private_dir", None)
-    if callable(make):
-        path = Path(make(prefix))
-    else:
-        scratch = cache_dir() / "agent-runs"
-        scratch.mkdir(parents=True, exist_ok=True)
-        path = Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
+def private_run_dir(sandbox: Sandbox, prefix: str) -> Iterator[Path]:
+    """A CLI runner's private directory (HOME, config, the key file, the CLI's output), from the sandbox
+    (`Sandbox.private_dir`: the hardened backend bind-mounts it into the box), removed afterwards."""
+    path = sandbox.private_dir(prefix)
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def reachable_endpoint(sandbox: Any, url: str) -> str:
-    """The URL at which the CLI in the sandbox reaches a model endpoint: a sandbox with its own network
-    (`allow_endpoint()`: the hardened backend's net=proxy) is asked to let it through; others reach it as is.
-    Raises the sandbox's SandboxError when it cannot."""
-    allow = getattr(sandbox, "allow_endpoint", None)
-    return str(allow(url)) if callable(allow) else url
+def reachable_endpoint(sandbox: Sandbox, url: str) -> str:
+    """The URL at which the CLI in the sandbox reaches a model endpoint (`Sandbox.allow_endpoint`; raises the
+    sandbox's SandboxError when it cannot)."""
+    return sandbox.allow_endpoint(url)
 
 
 def ensure_pinned_cli(agent: str) -> Path:

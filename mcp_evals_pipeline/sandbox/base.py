@@ -6,6 +6,7 @@ resolved inside the workspace; every process it starts is killed when the sandbo
 
 from __future__ import annotations
 
+import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,21 @@ class Sandbox(ABC):
                 if len(out) >= limit:
                     break
         return out
+
+    def private_dir(self, prefix: str = "agent-") -> Path:
+        """A fresh directory outside the workspace, at the same path for the host and for commands run here (a CLI
+        runner's HOME, config and key file). Backends with their own filesystem override it; the caller removes it
+        (or close() does)."""
+        from mcp_evals_pipeline.paths import cache_dir
+
+        scratch = cache_dir() / "agent-runs"
+        scratch.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))
+
+    def allow_endpoint(self, url: str) -> str:
+        """Make a model endpoint reachable from commands run here; returns the URL to use. The host's network
+        reaches it as is; backends with their own network override it (raising SandboxError when they cannot)."""
+        return url
 
     @abstractmethod
     def run(self, command: str, timeout_s: float) -> CommandResult:
