@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -120,6 +121,25 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
             child.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
+    _wait_until_dead(descendants, timeout=5)
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _wait_until_dead(procs: list[psutil.Process], timeout: float) -> None:
+    """SIGKILL is delivered asynchronously: wait until each process has exited (a zombie awaiting its reaper counts
+    as exited), so that callers may rely on the tree being gone when kill_tree returns. Not ours to reap: they may
+    be children of the server or of a pid-namespace init."""
+    deadline = time.monotonic() + timeout
+    pending = [p for p in procs if _alive(p)]
+    while pending and time.monotonic() < deadline:
+        time.sleep(0.02)
+        pending = [p for p in pending if _alive(p)]
 
 
 def tail(path: Path, max_chars: int = 20_000) -> str:
