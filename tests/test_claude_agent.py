@@ -5,7 +5,6 @@ validity path: no key, API errors (given up by the CLI, or still being retried w
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 import uuid
@@ -13,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from mcp_evals_pipeline.agents import PLANNED_RUNNERS, RUNNERS, get_runner
@@ -30,6 +28,7 @@ from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_ke
 
 from .conftest import TASKS
 from .support.messages_server import ScriptedMessages, failure, tool_use, turn
+from .support.processes import naming, running_under
 
 TASK_ID = "v2-01-basic-tool-server"
 MODEL = AGENT_PINS["claude"].model or "claude-sonnet-5"
@@ -71,16 +70,6 @@ def run_agent(task: Task, tmp_path: Path, **request: Any) -> Trial:
         sandbox.close()
         transcript.close()
     return Trial(result, workspace, read_transcript(transcript_path), time.monotonic() - started)
-
-
-def leftovers(root: Path) -> list[psutil.Process]:
-    """Processes still running in a directory under root (the CLI's cwd is the workspace)."""
-    found = []
-    for proc in psutil.process_iter():
-        with contextlib.suppress(psutil.Error):
-            if Path(proc.cwd()).is_relative_to(root):
-                found.append(proc)
-    return found
 
 
 def writes_of(server_dir: Path, workspace: Path) -> list[dict[str, Any]]:
@@ -223,7 +212,7 @@ def test_api_errors_still_retried_when_the_budget_ends_are_infra_model_api(tmp_p
     assert not result.budget_exhausted
     assert len(api.agent_requests) >= 2
     assert trial.seconds < 6 + 10  # the budget, plus the kill and the reaping
-    assert not leftovers(tmp_path)
+    assert not running_under(tmp_path)
 
 
 def test_running_out_of_time_is_a_valid_budget_exhaustion(tmp_path: Path, api_key: str) -> None:
@@ -241,8 +230,8 @@ def test_running_out_of_time_is_a_valid_budget_exhaustion(tmp_path: Path, api_ke
     assert trial.seconds < 6 + 10
     assert any("time budget" in (e.text or "") for e in trial.of_type("info"))
     # The whole tree is gone: the CLI and the command it was running.
-    assert not [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
-    assert not leftovers(tmp_path)
+    assert not naming(marker)
+    assert not running_under(tmp_path)
 
 
 def test_processes_the_agent_leaves_running_are_killed_and_do_not_hold_the_session(tmp_path: Path,
@@ -264,8 +253,8 @@ def test_processes_the_agent_leaves_running_are_killed_and_do_not_hold_the_sessi
     assert result.infra_reason is None and not result.budget_exhausted, result.error
     assert result.perf.turns == 3
     assert trial.seconds < 20
-    assert not [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
-    assert not leftovers(tmp_path)
+    assert not naming(marker)
+    assert not running_under(tmp_path)
 
 
 def test_running_out_of_turns_is_a_valid_budget_exhaustion(tmp_path: Path, api_key: str) -> None:

@@ -8,11 +8,9 @@ everything that lands in the workspace was written by the CLI itself.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from mcp_evals_pipeline.agents import get_runner
@@ -24,6 +22,7 @@ from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trials import TrialSpec, run_trial
 
 from .conftest import TASKS
+from .support.processes import running_under
 from .support.responses_server import ScriptedResponses, failure, message, shell, turn, write_file
 
 TASK = "v2-01-basic-tool-server"
@@ -56,17 +55,6 @@ def session_writing(source: Path) -> list[dict]:
         turn(shell("env | grep -c test-key || true"), input_tokens=1600, output_tokens=10),
         turn(message("Done: server.py serves the tool over streamable HTTP."), input_tokens=1800, output_tokens=30),
     ]
-
-
-def leftover_processes(root: Path) -> list[psutil.Process]:
-    """Processes still working in (or naming) this test's directory: codex, or a command it started."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "cwd"]):
-        cwd = proc.info.get("cwd") or ""
-        cmdline = " ".join(proc.info.get("cmdline") or [])
-        if proc.pid != os.getpid() and (cwd.startswith(str(root)) or str(root) in cmdline):
-            found.append(proc)
-    return found
 
 
 def test_a_codex_session_writing_the_golden_server_passes(env: tuple[TrialStore, Path]) -> None:
@@ -107,7 +95,7 @@ def test_a_codex_session_writing_the_golden_server_passes(env: tuple[TrialStore,
     assert [e.exit_code for e in results] == [0, 0, 0]
     assert results[2].text.strip() == "0"  # the agent's commands never see the key
     assert [e.tokens_in for e in events if e.type == "usage"] == [5900]
-    assert not leftover_processes(runs)
+    assert not running_under(runs)
 
 
 def test_a_codex_session_writing_a_wrong_server_fails(env: tuple[TrialStore, Path]) -> None:
@@ -155,7 +143,7 @@ def test_a_codex_session_over_its_time_budget_is_killed_and_graded(env: tuple[Tr
     trial_dir = runs / record.run_id / "trials" / record.trial_name
     events = read_transcript(trial_dir / "transcript.jsonl")
     assert any(e.type == "info" and "time budget" in (e.text or "") for e in events)
-    assert not leftover_processes(runs)
+    assert not running_under(runs)
 
 
 def test_the_pinned_cli_installs_once_and_a_repeat_call_is_a_stat() -> None:

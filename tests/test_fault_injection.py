@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import psutil
 import pytest
 
 from mcp_evals_pipeline import store as store_module
@@ -37,6 +36,7 @@ from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_ke
 
 from .conftest import REPO, TASKS, write_task
 from .support.openai_server import Answer, ScriptedOpenAI, call, failure, reply
+from .support.processes import gone_within, running_under
 
 TASK = "v2-01-basic-tool-server"
 DATE = "2026-11-25"
@@ -199,7 +199,7 @@ def test_a_trial_process_killed_mid_run_is_recorded_infra_agent_and_its_retry_la
                           env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
     assert done.returncode == -signal.SIGKILL, done.stderr
     # The kernel killed the agent's command with the harness (PDEATHSIG): nothing keeps running in the workspace.
-    assert not [p for p in psutil.process_iter() if _cwd_under(p, runs)]
+    assert not gone_within(lambda: running_under(runs))
     trial_dir = runs / run_id_for(DATE, "replay", "default") / "trials" / trial_key(TASK, "noskill+blank", 1)
     assert (trial_dir / "transcript.jsonl").exists() and not (trial_dir / "trial.json").exists()
     assert [r["slot"].split("|")[1] for r in rows(db)] == [trial_key(TASK, "noskill+blank", 2)]  # intact
@@ -218,13 +218,6 @@ def test_a_trial_process_killed_mid_run_is_recorded_infra_agent_and_its_retry_la
         (trial_key(TASK, "noskill+blank", 1), 2, True, None, True),
         (trial_key(TASK, "noskill+blank", 2), 1, True, None, True)]
     assert "process died" in current[0]["error"]
-
-
-def _cwd_under(proc: psutil.Process, root: Path) -> bool:
-    try:
-        return Path(proc.cwd()).is_relative_to(root)
-    except psutil.Error:
-        return False
 
 
 # Each holder takes its lock, says so, and keeps it until the trial has written its trial.json (so the trial's

@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from mcp_evals_pipeline.contracts.grade import STAGES
@@ -17,6 +16,7 @@ from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 
 from .conftest import MINIMAL_SERVER, REPO, write_tree
+from .support.processes import running_under
 
 REQS = {"requirements.txt": "mcp>=2.3,<3\n"}
 
@@ -80,15 +80,6 @@ def test_passing_build_and_source_patterns(tmp_path: Path, minimal_contract: dic
     assert (tmp_path / "built.txt").read_text() == "ok"
 
 
-def _live_processes_under(workspace: Path) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cwd", "status"]):
-        cwd = proc.info.get("cwd")
-        if cwd and Path(cwd).is_relative_to(workspace) and proc.info.get("status") != psutil.STATUS_ZOMBIE:
-            found.append(proc)
-    return found
-
-
 SPAWNING_SERVER = '''
 import os, subprocess, sys, time
 from mcp.server.mcpserver import MCPServer
@@ -122,7 +113,7 @@ def test_server_tree_is_killed_on_every_path(tmp_path: Path, minimal_contract: d
     assert (workspace / "child.pid").exists()  # the grandchild was started...
     # ...and neither it nor the server is alive. They are found by their working directory: the pids they write
     # are those of the server's own pid namespace (procs.pid_namespace_prefix), not the host's.
-    assert _live_processes_under(workspace) == []
+    assert running_under(workspace) == []
     assert "SERVER-STDERR-MARKER" in (grade.server_output or "")
 
 
@@ -287,7 +278,7 @@ def test_a_call_that_times_out_fails_and_the_session_is_torn_down(tmp_path: Path
     workspace = write_tree(tmp_path, {**REQS, "server.py": COUNTER_SERVER})
     grade = grade_workspace_sync(contract_of(contract), workspace)
     assert grade.failure_code == "contract.calls" and "timed out" in grade.first_failure.detail
-    assert _live_processes_under(workspace) == []
+    assert running_under(workspace) == []
 
 
 GRADE_IN_CHILD = """
@@ -313,11 +304,11 @@ def test_server_dies_with_a_grader_that_is_killed_hard(tmp_path: Path) -> None:
         while not (workspace / "hanging").exists():
             assert time.monotonic() < deadline and grader.poll() is None, "the server never reached the call"
             time.sleep(0.1)
-        assert _live_processes_under(workspace), "the server should be running now"
+        assert running_under(workspace), "the server should be running now"
         grader.kill()
         grader.wait()
         deadline = time.monotonic() + 5
-        while _live_processes_under(workspace):  # by working directory: the server may run in its own pid namespace
+        while running_under(workspace):  # by working directory: the server may run in its own pid namespace
             assert time.monotonic() < deadline, "the server outlived its grader"
             time.sleep(0.1)
     finally:

@@ -10,11 +10,12 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from mcp_evals_pipeline.sandbox import BACKENDS, SandboxError, hardened, open_sandbox, require_isolation
 from mcp_evals_pipeline.sandbox.hardened import HardenedSandbox, HostSupport, detect
+
+from .support.processes import naming
 
 _support = detect()
 needs_host = pytest.mark.skipif(
@@ -120,14 +121,6 @@ def test_the_wall_clock_limit_kills_a_command(workspace: Path) -> None:
         assert time.monotonic() - started < 10
 
 
-def _marker_processes(marker: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if marker in " ".join(proc.info["cmdline"] or []):
-            found.append(proc)
-    return found
-
-
 @needs_host
 def test_background_processes_live_between_commands_and_die_at_close(workspace: Path) -> None:
     marker = "987654"
@@ -138,12 +131,9 @@ def test_background_processes_live_between_commands_and_die_at_close(workspace: 
         reach = sb.run("python3 -c \"import urllib.request; print(urllib.request.urlopen("
                        "'http://127.0.0.1:8765/', timeout=5).status)\"", 15)
         assert "200" in reach.output, reach.output  # a server backgrounded by one command serves the next
-        assert len(_marker_processes(f"sleep {marker}")) >= 2
-    deadline = time.monotonic() + 5
-    while _marker_processes(f"sleep {marker}") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _marker_processes(f"sleep {marker}"), "a backgrounded process outlived the sandbox"
-    assert not _marker_processes("http.server 8765")
+        assert len(naming(f"sleep {marker}")) >= 2
+    assert not naming(f"sleep {marker}"), "a backgrounded process outlived the sandbox"
+    assert not naming("http.server 8765")
 
 
 def _host_listener() -> tuple[socket.socket, int]:

@@ -10,7 +10,6 @@ import json
 import shutil
 from pathlib import Path
 
-import psutil
 import pytest
 
 from mcp_evals_pipeline.contracts.grade import TrialGrade
@@ -22,6 +21,7 @@ from mcp_evals_pipeline.grader.runtimes import Installation, runtime_for
 from mcp_evals_pipeline.tasks.catalog import parse_contract
 
 from .conftest import TASKS, write_tree
+from .support.processes import running_under
 
 TOOL_TASK = TASKS / "v2-01-basic-tool-server-ts"
 QUEUE_TASK = TASKS / "v2-02-stateful-ticket-queue-ts"
@@ -47,15 +47,6 @@ def _snapshot(root: Path) -> dict[str, tuple[bytes, int] | None]:
 def _why(grade: TrialGrade) -> str:
     failure = grade.first_failure
     return failure.detail or "" if failure else ""
-
-
-def _processes_under(root: Path) -> list[int]:
-    found = []
-    for proc in psutil.process_iter(["cwd", "status", "pid"]):
-        cwd = proc.info.get("cwd")
-        if cwd and Path(cwd).is_relative_to(root) and proc.info.get("status") != psutil.STATUS_ZOMBIE:
-            found.append(proc.info["pid"])
-    return found
 
 
 def test_node_is_a_registered_runtime() -> None:
@@ -85,7 +76,7 @@ def test_golden_passes_and_the_workspace_is_left_as_found(tmp_path: Path, monkey
     # The server ran from the grader's private copy; its tree is gone, and so is the copy.
     [installation] = installations
     assert installation.private_root is not None and not installation.private_root.exists()
-    assert _processes_under(installation.private_root) == []
+    assert running_under(installation.private_root) == []
     assert grade.sdk_path == "mcp-use" and (grade.sdk_version or "").startswith("2.")
     assert grade.protocol_version == "2025-11-25" and grade.server_name == "ticket-queue"
     install = next(c for c in grade.checks if c.id == "install")
