@@ -224,3 +224,27 @@ def materialize_models(
             raise SqlModelError(f"SQL model {name!r} ({model.path}) failed: {exc}") from exc
         counts[name] = int(rows[0][0])
     return counts
+
+
+_SCOPED_SOURCE = "scoped_trials__"
+
+
+def scoped_select(name: str, trials_filter: str, *, models_dir: Path | None = None) -> str:
+    """The model's SELECT evaluated over a subset of the trials, without touching the materialized tables: the
+    filtered trials and every model it depends on become CTEs (the filter appears once, so its `?` parameters are
+    passed once). One definition serves both the current table and an as-of view of it: a report re-rendered
+    later must not show what later batches taught."""
+    models = load_models(models_dir)
+    if name not in models:
+        raise SqlModelError(f"unknown SQL model {name!r} (known: {', '.join(sorted(models))})")
+    wanted = _with_upstream(models, [name])
+
+    def body(model: SqlModel) -> str:
+        text = _TAG.sub(lambda m: _SCOPED_SOURCE if m["kind"] == "source" else _quoted(m["name"]), model.sql)
+        return text.strip().rstrip(";").rstrip()
+
+    ctes = [f"{_SCOPED_SOURCE} AS (SELECT * FROM {SOURCES['trials']} WHERE {trials_filter})"]
+    ctes += [f"{_quoted(n)} AS (\n{body(models[n])}\n)" for n in topological_order(models)
+             if n in wanted and n != name]
+    joined = ",\n".join(ctes)
+    return f"WITH {joined}\nSELECT * FROM (\n{body(models[name])}\n)"

@@ -319,6 +319,25 @@ def test_our_sections(synthetic: tuple[TrialStore, Path]) -> None:
                                  "The agent read `server.py` twice."]
 
 
+def test_suspect_markers_are_as_of_the_runs_batch(synthetic: tuple[TrialStore, Path], tmp_path: Path) -> None:
+    """A report re-rendered later reads as it did: an earlier run, recorded after the suspect one, shows no marker
+    that only the later batch's failures make."""
+    store, _ = synthetic
+    early_id, early_day = "early--2026-11-20", "2026-11-20"
+    trials = [_trial("broken", "noskill+blank", n, passed=False).model_copy(
+        update={"run_id": early_id, "batch_id": early_day, "batch_date": early_day}) for n in (1, 2, 3)]
+    store.record_trials(trials)
+    store.record_run(RunFile(run_id=early_id, batch_id=early_day, started_at=f"{early_day}T14:00:00Z",
+                             agent_runner="replay", manifest=RunManifest(grader_version="3.0.0"), trials=trials),
+                     tmp_path / early_id)
+    with store.connect() as con:
+        materialize_models(con)
+        early, late = render_report(early_id, con), render_report(RUN_ID, con)
+    assert "## Suspect markers" not in early  # 3 failures as of 2026-11-20: too few
+    [warning] = _sections(late)["Suspect markers"]
+    assert "9 of 9 failed trials (100%)" in warning and "2 most recent batch(es)" in warning
+
+
 def test_no_optional_sections_without_content(imported: tuple[TrialStore, Path, list[str]]) -> None:
     store, _, _ = imported
     with store.connect() as con:

@@ -15,6 +15,7 @@ from mcp_evals_pipeline.sql_models import (
     SqlModelError,
     load_models,
     materialize_models,
+    scoped_select,
     sql_model_specs,
     topological_order,
 )
@@ -347,6 +348,32 @@ def test_suspect_markers(db: Path) -> None:
         # varied failures: call:a:1 4, tools 3, start 3 in the window (start in batches 1-2 would have won)
         ("t-varied", "claude", "sonnet-test", 10, 10, 10, "call:a:1", 4, "call:a:1 failed", 0.4, False),
     ])
+
+
+@pytest.mark.parametrize("model", sorted(COLUMNS))
+def test_a_model_scoped_to_every_trial_is_its_table(db: Path, model: str) -> None:
+    """scoped_select re-evaluates a model's own SQL over a subset of the trials: over all of them, it must give
+    exactly the materialized table (so the as-of view cannot drift from the model)."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        table = con.execute(f"SELECT * FROM {model}").fetchall()
+        scoped = con.execute(scoped_select(model, "true")).fetchall()
+    assert sorted(map(repr, scoped)) == sorted(map(repr, table))
+
+
+def test_suspect_markers_as_of_a_batch(db: Path) -> None:
+    """t-broken fails at `entry` from batch 3 on (claude batch i is dated 2026-10-<i>, id c-<13-i>): as of batch 6
+    it has 4 failures, too few to be suspect; as of batch 7 it has 5, all at `entry`."""
+    sql = (f"SELECT batches, failed, suspect FROM ({scoped_select('suspect_markers', 'batch_date <= ?::DATE')}) "
+           "WHERE task = 't-broken'")
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute(sql, ["2026-10-06"]).fetchall() == [(6, 4, False)]
+        assert con.execute(sql, ["2026-10-07"]).fetchall() == [(7, 5, True)]
+        assert con.execute(sql, ["2026-09-30"]).fetchall() == []
+
+
+def test_scoped_select_refuses_an_unknown_model() -> None:
+    with pytest.raises(SqlModelError, match="unknown SQL model 'nope'"):
+        scoped_select("nope", "true")
 
 
 def test_specs_order_and_descriptions() -> None:

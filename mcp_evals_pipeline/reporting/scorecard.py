@@ -16,6 +16,7 @@ import duckdb
 
 from mcp_evals_pipeline.judge import memo_body, memo_status
 from mcp_evals_pipeline.paths import runs_dir
+from mcp_evals_pipeline.sql_models import scoped_select
 
 # The earlier harness titled its scorecards this way; imported runs keep it so old and new reports read alike.
 LEGACY_TITLE = "mcp-use SDK agentic eval"
@@ -114,14 +115,23 @@ def _header(run: Row, trials: int) -> list[str]:
 
 
 def _suspects(con: duckdb.DuckDBPyConnection, run: Row) -> list[str]:
-    """A contract that fails most agents the same way is more likely wrong than the SDK: say so loudly."""
+    """A contract that fails most agents the same way is more likely wrong than the SDK: say so loudly. As of the
+    run's batch: the markers over its batch and those before it, so a report re-rendered later reads the same."""
+    batch = con.execute("SELECT max(batch_date), max(batch_id) FROM trials WHERE run_id = ?",
+                        [run["run_id"]]).fetchall()[0]
+    if batch[0] is None:  # an undated run: everything recorded is its past
+        as_of, params = scoped_select("suspect_markers", "true"), []
+    else:
+        as_of = scoped_select("suspect_markers", "batch_date IS NULL OR batch_date < ?::DATE "
+                                                 "OR (batch_date = ?::DATE AND batch_id <= ?)")
+        params = [batch[0], batch[0], batch[1]]
     rows = _rows(
         con,
-        """SELECT * FROM suspect_markers
+        f"""SELECT * FROM ({as_of})
            WHERE suspect AND agent_runner = ? AND agent_model IS NOT DISTINCT FROM ?
              AND task IN (SELECT task FROM trials WHERE run_id = ?)
            ORDER BY task""",
-        [run["agent_runner"], run["agent_model"], run["run_id"]],
+        [*params, run["agent_runner"], run["agent_model"], run["run_id"]],
     )
     if not rows:
         return []
