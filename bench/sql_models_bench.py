@@ -40,7 +40,7 @@ TRIALS_PER_RUN = 240  # 40 tasks x 2 conditions x 3 trials
 # One INSERT ... SELECT; u(i, k) is a deterministic uniform [0, 1) per row and purpose, so runs are reproducible.
 GENERATE = """
 CREATE OR REPLACE TEMP MACRO u(i, k) AS (hash(i, k) % 1000000)::DOUBLE / 1000000;
-INSERT INTO trial_attempts
+INSERT INTO trial_attempts BY NAME
 WITH base AS (
     SELECT
         i,
@@ -100,6 +100,7 @@ SELECT
     '2.0.4' AS sdk_version,
     '2.' || (batch_no // 150)::VARCHAR || '.0' AS grader_version,
     'docker' AS sandbox,
+    'docker' AS isolation,
     NOT invalid AS valid,
     CASE WHEN invalid THEN infra_code END AS invalid_reason,
     CASE WHEN invalid THEN 'agent run reported success but consumed zero input/output tokens' END AS error,
@@ -328,14 +329,15 @@ def pandas_metrics(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     details = details.groupby([*series, "failing_detail"], dropna=False).size().rename("d").reset_index()
     details = details.sort_values([*series, "d", "failing_detail"], ascending=[True] * 3 + [False, True],
                                   na_position="last").drop_duplicates(series)
-    marks = totals.merge(checks, on=series, how="left").merge(details[[*series, "failing_detail"]], on=series,
+    marks = totals.merge(checks, on=series, how="left").merge(details[[*series, "failing_detail", "d"]], on=series,
                                                                 how="left")
     marks = marks.rename(columns={"failing_check": "top_failing_check", "n": "top_check_failures",
-                                  "failing_detail": "top_detail"})
+                                  "failing_detail": "top_detail", "d": "top_detail_failures"})
     marks["top_share"] = marks["top_check_failures"] / marks["failed"].where(marks["failed"] > 0)
     marks["suspect"] = (marks["failed"] >= 5) & (marks["top_share"].fillna(0) >= 0.8)
     out["suspect_markers"] = marks[["task", "agent_runner", "agent_model", "batches", "valid_scored", "failed",
-                                    "top_failing_check", "top_check_failures", "top_detail", "top_share", "suspect"]]
+                                    "top_failing_check", "top_check_failures", "top_detail", "top_detail_failures",
+                                    "top_share", "suspect"]]
     return out
 
 

@@ -1,7 +1,8 @@
 -- Suspect markers: a task whose failures keep stopping at one identical check is more likely a broken task or
 -- grader than a struggling agent. Per task × agent_runner × agent_model, over that series' 10 most recent batches
 -- in which the task has valid scored trials: the most common failing check (first failing required check), its
--- most common detail, and its share of all failures. suspect = failed >= 5 AND top_share >= 0.8.
+-- most common detail (and how many failures at that check carry it), and the check's share of all failures.
+-- suspect = failed >= 5 AND top_share >= 0.8.
 WITH scored AS (
     SELECT task, agent_runner, agent_model, batch_id, batch_date, passed, failing_check, failing_detail
     FROM {{ ref('stg_trials') }}
@@ -39,7 +40,7 @@ top_check AS (
                                ORDER BY count(*) DESC, failing_check NULLS LAST) = 1
 ),
 top_detail AS (
-    SELECT r.task, r.agent_runner, r.agent_model, r.failing_detail
+    SELECT r.task, r.agent_runner, r.agent_model, r.failing_detail, count(*) AS detail_failures
     FROM recent AS r
     JOIN top_check AS c
         ON r.task = c.task AND r.agent_runner = c.agent_runner AND r.agent_model IS NOT DISTINCT FROM c.agent_model
@@ -54,6 +55,7 @@ SELECT
     c.failing_check AS top_failing_check,
     c.failures AS top_check_failures,
     d.failing_detail AS top_detail,
+    d.detail_failures AS top_detail_failures,
     c.failures / nullif(t.failed, 0) AS top_share,
     coalesce(t.failed >= 5 AND c.failures / t.failed >= 0.8, false) AS suspect
 FROM totals AS t
