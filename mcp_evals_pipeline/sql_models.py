@@ -229,11 +229,14 @@ def materialize_models(
 _SCOPED_SOURCE = "scoped_trials__"
 
 
-def scoped_select(name: str, trials_filter: str, *, models_dir: Path | None = None) -> str:
+def scoped_select(name: str, trials_filter: str = "true", *, replace: Mapping[str, str] | None = None,
+                  models_dir: Path | None = None) -> str:
     """The model's SELECT evaluated over a subset of the trials, without touching the materialized tables: the
     filtered trials and every model it depends on become CTEs (the filter appears once, so its `?` parameters are
-    passed once). One definition serves both the current table and an as-of view of it: a report re-rendered
-    later must not show what later batches taught."""
+    passed once). `replace` maps trial columns to SQL expressions, which regroups a model: e.g. run_id -> a
+    constant makes a per-run model compute one figure over the whole subset. One definition thus serves the
+    current tables, an as-of view of them (a report re-rendered later must not show what later batches taught)
+    and the weekly synthesis."""
     models = load_models(models_dir)
     if name not in models:
         raise SqlModelError(f"unknown SQL model {name!r} (known: {', '.join(sorted(models))})")
@@ -243,7 +246,9 @@ def scoped_select(name: str, trials_filter: str, *, models_dir: Path | None = No
         text = _TAG.sub(lambda m: _SCOPED_SOURCE if m["kind"] == "source" else _quoted(m["name"]), model.sql)
         return text.strip().rstrip(";").rstrip()
 
-    ctes = [f"{_SCOPED_SOURCE} AS (SELECT * FROM {SOURCES['trials']} WHERE {trials_filter})"]
+    replaced = f" REPLACE ({', '.join(f'{expr} AS {_quoted(col)}' for col, expr in replace.items())})" \
+        if replace else ""
+    ctes = [f"{_SCOPED_SOURCE} AS (SELECT *{replaced} FROM {SOURCES['trials']} WHERE {trials_filter})"]
     ctes += [f"{_quoted(n)} AS (\n{body(models[n])}\n)" for n in topological_order(models)
              if n in wanted and n != name]
     joined = ",\n".join(ctes)

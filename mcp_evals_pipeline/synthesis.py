@@ -1,8 +1,10 @@
 """The weekly synthesis: code computes every figure, a model writes only the qualitative part.
 
-`compute_week_stats` reads the window's trials (the DuckDB store, or a copy of the results branch through
-`<dir>/*/run.json`) and computes the pass rates, pass^k, performance, failure breakdowns, suspect tasks and the list
-of failing trials with their memos. Those tables are written into the report verbatim by code. The model then gets
+`compute_week_stats` evaluates the SQL models of dbt_like_sql/ over the window's trials (the DuckDB store, or a copy
+of the results branch through `<dir>/*/run.json`), regrouped for a week (`sql_models.scoped_select`): pass rates,
+pass^k, performance, breakdowns and suspect tasks come from the very SQL behind the scorecards, so the two cannot
+disagree on a definition. Code lists the failing trials with their memos. Those tables are written into the report
+verbatim by code. The model then gets
 them as context plus the failing trials' memos and writes three sections (recurring struggles, quoted evidence,
 proposed issues for human review) that the report labels as model-written; its quotes are verified against the
 memos and transcripts exactly like the judge's.
@@ -11,13 +13,10 @@ memos and transcripts exactly like the judge's.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
-import statistics
 import tempfile
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -40,6 +39,7 @@ from mcp_evals_pipeline.judge import (
 from mcp_evals_pipeline.models import JUDGE_KEY_ENV, SYNTHESIS_MODEL
 from mcp_evals_pipeline.paths import results_dir as default_results_dir
 from mcp_evals_pipeline.paths import runs_dir, synthesis_dir
+from mcp_evals_pipeline.sql_models import scoped_select
 from mcp_evals_pipeline.store import TrialStore
 
 # The synthesis model is a gpt* model like the judge, so it needs the judge's key.
@@ -48,13 +48,6 @@ SLACK_ENV = "SLACK_WEBHOOK_URL"
 # Set to the web address of the results branch's root (e.g. .../blob/eval-results) to turn the report path in the
 # Slack message into a link.
 REPORT_BASE_URL_ENV = "MCP_EVALS_REPORT_BASE_URL"
-
-# A task is suspect when at least this many valid failures nearly all stop at one check: that pattern is far more
-# often a contract or grader bug (an entry path the prompt never asked for, a case-sensitive "contains") than an
-# SDK problem every agent hits identically. The same thresholds as dbt_like_sql/suspect_markers.sql, so the
-# scorecard and the synthesis agree; 0.8 so that a week's 8 of 9 still counts as "nearly all".
-SUSPECT_MIN_FAILURES = 5
-SUSPECT_SHARE = 0.8
 
 MEMO_CHAR_BUDGET = 3_000  # per memo in the prompt
 MEMOS_CHAR_BUDGET = 90_000  # all memos together
@@ -79,7 +72,7 @@ class RateRow:
     name: str
     passed: int
     total: int  # valid trials in the denominator
-    invalid: int = 0  # shown beside, never in the denominator
+    invalid: int | None = 0  # shown beside, never in the denominator; None where the model does not count it
 
     @property
     def rate(self) -> float | None:
@@ -99,20 +92,20 @@ class FailingCheck:
 
 @dataclass
 class PassK:
-    batch: str
+    batch: str  # batch date · agent / model: cells never pool agents
     reportable: bool
     cells: int
     k: int | None = None
-    all_pass_cells: int | None = None  # cells whose every valid scored trial passed
-    estimate: float | None = None  # mean over cells of C(c,k)/C(n,k); equals all_pass/cells when every n == k
+    all_pass_cells: int | None = None  # cells whose k valid scored trials all passed
+    value: float | None = None  # the seed's pass^k: all_pass_cells / cells
+    estimate: float | None = None  # unbiased: mean over cells of C(c,k)/C(n,k)
     why_not: str | None = None
-
 
 @dataclass
 class Performance:
     passing_trials: int
     medians: dict[str, float | None]  # duration_ms, turns, tool_calls, tokens_in, tokens_out
-    total_cost_usd: float | None  # None when any valid scored trial lacks a cost
+    total_cost_usd: float | None  # of every valid trial; None when any lacks a cost
     cost_per_success_usd: float | None
 
 
@@ -182,42 +175,40 @@ def _as_date(value: date | str | None) -> date:
     return date.fromisoformat(str(value)[:10])
 
 
-def wilson95(passed: int, total: int) -> tuple[float, float] | None:
-    if not total:
-        return None
-    z = 1.959964
-    p = passed / total
-    denom = 1 + z * z / total
-    centre = (p + z * z / (2 * total)) / denom
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
+_WINDOW_DATE = "coalesce(batch_date, CAST(timezone('UTC', recorded_at) AS DATE))"
+_IN_WINDOW = f"{_WINDOW_DATE} BETWEEN ?::DATE AND ?::DATE"
+_AGENT = "agent_runner || ' / ' || coalesce(agent_model, 'unknown model')"
+# How the per-run SQL models are regrouped for a week (column -> expression, see sql_models.scoped_select). A model
+# grouped by run_id computes one figure per value given to run_id; batch_id joins the pooling where a model ranks
+# batches (suspect markers: the whole window is one look at the task).
+POOLED = {"run_id": "'window'", "batch_id": "'window'", "agent_runner": "'*'", "agent_model": "NULL::VARCHAR"}
+BY_AGENT = {"run_id": _AGENT}
+BY_BATCH = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR)"}
+BY_BATCH_AND_AGENT = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR) || ' · ' || {_AGENT}"}
 
 _ROWS_SQL = """
-SELECT t.*, {run_dir} AS run_dir,
-       CAST(coalesce(t.batch_date, CAST(timezone('UTC', t.recorded_at) AS DATE)) AS VARCHAR) AS window_date
+SELECT t.*, {run_dir} AS run_dir, CAST({window_date} AS VARCHAR) AS window_date
 FROM trials t {join}
-WHERE coalesce(t.batch_date, CAST(timezone('UTC', t.recorded_at) AS DATE)) BETWEEN ?::DATE AND ?::DATE
+WHERE {in_window}
 ORDER BY t.task, window_date, t.condition, t.trial
 """
 
 
-def _fetch_rows(con_or_store: TrialStore | duckdb.DuckDBPyConnection, start: date, end: date) -> list[dict[str, Any]]:
+def _dicts(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _fetch_rows(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[dict[str, Any]]:
+    """The window's trials, one dict each: for the listings (failing trials, their checks and memos), not figures."""
     params = [start.isoformat(), end.isoformat()]
-
-    def run(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-        try:
-            cursor = con.execute(_ROWS_SQL.format(run_dir="r.run_dir",
-                                                  join="LEFT JOIN runs r ON r.run_id = t.run_id"), params)
-        except duckdb.CatalogException:  # a database without the runs table: paths resolve without run dirs
-            cursor = con.execute(_ROWS_SQL.format(run_dir="NULL", join=""), params)
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-    if isinstance(con_or_store, TrialStore):
-        with con_or_store.connect() as con:
-            return run(con)
-    return run(con_or_store)
+    window = {"window_date": "coalesce(t.batch_date, CAST(timezone('UTC', t.recorded_at) AS DATE))",
+              "in_window": _IN_WINDOW.replace("batch_date", "t.batch_date").replace("recorded_at", "t.recorded_at")}
+    try:
+        return _dicts(con.execute(_ROWS_SQL.format(run_dir="r.run_dir", join="LEFT JOIN runs r ON r.run_id = t.run_id",
+                                                   **window), params))
+    except duckdb.CatalogException:  # a database without the runs table: paths resolve without run dirs
+        return _dicts(con.execute(_ROWS_SQL.format(run_dir="NULL", join="", **window), params))
 
 
 def _resolve(rel: object, run_dir: object, run_id: object) -> Path | None:
@@ -237,70 +228,52 @@ def _resolve(rel: object, run_dir: object, run_id: object) -> Path | None:
     return next((c for c in candidates if c.exists()), candidates[0])
 
 
-def _rate_rows(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> list[RateRow]:
-    table: dict[str, RateRow] = {}
-    for row in rows:
-        name = key(row)
-        entry = table.setdefault(name, RateRow(name, 0, 0))
-        if row["valid"]:
-            entry.total += 1
-            entry.passed += bool(row["contract_pass"])
-        else:
-            entry.invalid += 1
-    return [table[k] for k in sorted(table)]
+def _model(con: duckdb.DuckDBPyConnection, name: str, grouping: dict[str, str], start: date, end: date,
+           outer: str = "SELECT * FROM m") -> list[dict[str, Any]]:
+    """SQL model `name` over the window's trials, regrouped; `outer` selects from it as `m`."""
+    sql = f"WITH m AS ({scoped_select(name, _IN_WINDOW, replace=grouping)})\n{outer}"
+    return _dicts(con.execute(sql, [start.isoformat(), end.isoformat()]))
 
 
-def _pass_k(scored: list[dict[str, Any]]) -> list[PassK]:
-    by_batch: dict[str, dict[tuple[str, ...], list[bool]]] = defaultdict(lambda: defaultdict(list))
-    for row in scored:
-        if not row["valid"]:
-            continue
-        cell = (row["task"], row["condition"], row["agent_runner"], row["agent_model"] or "")
-        by_batch[row["window_date"]][cell].append(bool(row["contract_pass"]))
+def _rate(row: dict[str, Any], name: str | None = None) -> RateRow:
+    return RateRow(name or str(row["run_id"]), int(row["passed"]), int(row["valid_scored"]), int(row["invalid"]))
+
+
+def _pass_k(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[PassK]:
+    rows = _model(con, "pass_k", BY_BATCH_AND_AGENT, start, end,
+                  "SELECT * FROM m WHERE condition = '*' ORDER BY run_id")
+    curve = {(r["run_id"], int(r["k"])): float(r["value"])
+             for r in _model(con, "pass_k_curve", BY_BATCH_AND_AGENT, start, end,
+                             "SELECT * FROM m WHERE condition = '*'")}
     result = []
-    for batch in sorted(by_batch):
-        cells = by_batch[batch]
-        smallest = min(len(v) for v in cells.values())
-        if smallest < 2:
-            result.append(PassK(batch, False, len(cells),
-                                why_not=f"a cell has {smallest} valid scored trial (needs >= 2 in every cell)"))
+    for r in rows:
+        if not r["cells"]:
             continue
-        k = smallest
-        all_pass = sum(all(v) for v in cells.values())
-        estimate = statistics.fmean(math.comb(sum(v), k) / math.comb(len(v), k) for v in cells.values())
-        result.append(PassK(batch, True, len(cells), k, all_pass, estimate))
+        k = int(r["k"])
+        if not r["reported"]:
+            result.append(PassK(r["run_id"], False, int(r["cells"]),
+                                why_not=f"a cell has {k} valid scored trial (needs >= 2 in every cell)"))
+            continue
+        result.append(PassK(r["run_id"], True, int(r["cells"]), k, int(r["all_pass_cells"]), float(r["pass_k"]),
+                            curve.get((r["run_id"], k))))
     return result
 
 
-def _performance(scored_valid: list[dict[str, Any]]) -> Performance:
-    passing = [r for r in scored_valid if r["contract_pass"]]
-    medians: dict[str, float | None] = {}
-    for column in ("duration_ms", "turns", "tool_calls", "tokens_in", "tokens_out"):
-        values = [r[column] for r in passing if r[column] is not None]
-        medians[column] = float(statistics.median(values)) if values else None
-    costs = [r["cost_usd"] for r in scored_valid]
-    # A partial sum would understate the cost; print "-" rather than a wrong number.
-    total = float(sum(costs)) if costs and all(c is not None for c in costs) else None
-    per_success = total / len(passing) if total is not None and passing else None
-    return Performance(len(passing), medians, total, per_success)
+def _performance(con: duckdb.DuckDBPyConnection, start: date, end: date) -> Performance:
+    found = _model(con, "performance", POOLED, start, end, "SELECT * FROM m WHERE condition = '*'")
+    if not found:
+        return Performance(0, dict.fromkeys(("duration_ms", "turns", "tool_calls", "tokens_in", "tokens_out")),
+                           None, None)
+    row = found[0]
+    medians = {column: None if row[f"median_{column}"] is None else float(row[f"median_{column}"])
+               for column in ("duration_ms", "turns", "tool_calls", "tokens_in", "tokens_out")}
+    return Performance(int(row["passes"]), medians, row["total_cost_usd"], row["cost_per_success"])
 
 
-def _suspects(valid: list[dict[str, Any]]) -> list[Suspect]:
-    per_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in valid:
-        per_task[row["task"]].append(row)
-    suspects = []
-    for task in sorted(per_task):
-        failures = [r for r in per_task[task] if not r["contract_pass"]]
-        if len(failures) < SUSPECT_MIN_FAILURES:
-            continue
-        check, at_check = Counter(r["failing_check"] or "(none)" for r in failures).most_common(1)[0]
-        if at_check / len(failures) < SUSPECT_SHARE:
-            continue
-        details = Counter(r["failing_detail"] for r in failures if (r["failing_check"] or "(none)") == check)
-        detail, same = details.most_common(1)[0]
-        suspects.append(Suspect(task, len(per_task[task]), len(failures), check, at_check, detail, same))
-    return suspects
+def _suspects(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[Suspect]:
+    rows = _model(con, "suspect_markers", POOLED, start, end, "SELECT * FROM m WHERE suspect ORDER BY task")
+    return [Suspect(r["task"], int(r["valid_scored"]), int(r["failed"]), r["top_failing_check"] or "(none)",
+                    int(r["top_check_failures"]), r["top_detail"], int(r["top_detail_failures"] or 0)) for r in rows]
 
 
 def _failing_checks(failed: list[dict[str, Any]]) -> list[FailingCheck]:
@@ -331,38 +304,36 @@ def _failing_trials(failed: list[dict[str, Any]]) -> list[FailingTrial]:
     return result
 
 
-def _scored_predicate(rows: list[dict[str, Any]]) -> Callable[[dict[str, Any]], bool]:
-    """Whether a row belongs to the headline. A valid row says so itself; an invalid row's grade may not (the
-    earlier harness wrote scoredForPassRate false on every infra failure), so it follows its task: a task is
-    static (source-imports) when its valid trials are unscored and none is scored."""
-    scored_tasks = {r["task"] for r in rows if r["valid"] and r["scored_for_pass_rate"]}
-    static_tasks = {r["task"] for r in rows if r["valid"] and not r["scored_for_pass_rate"]} - scored_tasks
-
-    def scored(row: dict[str, Any]) -> bool:
-        if row["valid"]:
-            return bool(row["scored_for_pass_rate"])
-        return row["task"] not in static_tasks
-
-    return scored
+def _pairs(rows: list[dict[str, Any]], key: str, count: str) -> list[tuple[str, int]]:
+    return [(str(r[key] or "unknown"), int(r[count])) for r in rows if r[count]]
 
 
 def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end_date: date | str | None,
                        days: int = 7) -> WeekStats:
     """Every figure of the report, over trials whose batch date (else record date) lies in the `days` days ending
-    on `end_date`, inclusive. Invalid trials leave every denominator; source-imports tasks leave the headline."""
+    on `end_date`, inclusive: the SQL models regrouped for the window. Invalid trials leave every denominator;
+    source-imports tasks leave the headline."""
     if days < 1:
         raise ValueError("days must be >= 1")
+    if isinstance(con_or_store, TrialStore):
+        with con_or_store.connect() as con:
+            stats = compute_week_stats(con, end_date, days)
+        stats.source = f"database {con_or_store.path}"
+        return stats
+    con = con_or_store
     end = _as_date(end_date)
     start = end - timedelta(days=days - 1)
-    rows = _fetch_rows(con_or_store, start, end)
-    is_scored = _scored_predicate(rows)
+    rows = _fetch_rows(con, start, end)
     valid = [r for r in rows if r["valid"]]
-    scored = [r for r in rows if is_scored(r)]
-    static = [r for r in rows if not is_scored(r)]
-    scored_valid = [r for r in scored if r["valid"]]
+    scored_valid = [r for r in valid if r["scored_for_pass_rate"]]
     failed = [r for r in valid if not r["contract_pass"]]
-    headline = RateRow("valid scored trials", sum(bool(r["contract_pass"]) for r in scored_valid), len(scored_valid),
-                       sum(not r["valid"] for r in scored))
+
+    def model(name: str, grouping: dict[str, str], outer: str = "SELECT * FROM m") -> list[dict[str, Any]]:
+        return _model(con, name, grouping, start, end, outer)
+
+    pooled = model("pass_rate", POOLED, "SELECT * FROM m ORDER BY condition")
+    head = next((r for r in pooled if r["condition"] == "*"), None)
+    headline = _rate(head, "valid scored trials") if head else RateRow("valid scored trials", 0, 0)
     notes = []
     conditions = sorted({r["condition"] for r in scored_valid})
     if len(conditions) > 1:
@@ -374,25 +345,32 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
     versions = Counter(r["grader_version"] or "unknown" for r in rows)
     if len(versions) > 1:
         notes.append("This window crosses a grader-version boundary: figures mix grading semantics.")
-    store_path = con_or_store.path if isinstance(con_or_store, TrialStore) else None
+    by_condition = "SELECT * FROM m WHERE condition = '*' ORDER BY run_id"
+    summed = "SELECT task, sum(passes) AS passed, sum({total}) AS valid_scored, {invalid} AS invalid FROM m " \
+             "GROUP BY task ORDER BY task"
     return WeekStats(
-        start_date=start, end_date=end, days=days,
-        source=f"database {store_path}" if store_path else "database connection",
+        start_date=start, end_date=end, days=days, source="database connection",
         trials=len(rows), valid=len(valid), invalid=len(rows) - len(valid),
-        headline=headline, wilson95=wilson95(headline.passed, headline.total),
-        by_task=_rate_rows(scored, lambda r: r["task"]),
-        by_condition=_rate_rows(scored, lambda r: r["condition"]),
-        by_agent=_rate_rows(scored, lambda r: f"{r['agent_runner']} / {r['agent_model'] or 'unknown model'}"),
-        by_batch=_rate_rows(scored, lambda r: r["window_date"]),
-        static_adoption=_rate_rows(static, lambda r: r["task"]),
-        invalid_by_reason=Counter(r["invalid_reason"] or "unknown" for r in rows if not r["valid"]).most_common(),
-        failure_codes=Counter(r["failure_code"] or "unknown" for r in failed).most_common(),
-        sdk_paths=Counter(r["sdk_path"] or "unknown" for r in valid).most_common(),
+        headline=headline,
+        wilson95=(head["wilson_low"], head["wilson_high"]) if head and head["wilson_low"] is not None else None,
+        by_task=[_rate(r, r["task"]) for r in model(
+            "cell_matrix", POOLED, summed.format(total="valid_scored", invalid="sum(invalid)"))],
+        by_condition=[_rate(r, r["condition"]) for r in pooled if r["condition"] != "*"],
+        by_agent=[_rate(r) for r in model("pass_rate", BY_AGENT, by_condition)],
+        by_batch=[_rate(r) for r in model("pass_rate", BY_BATCH, by_condition)],
+        static_adoption=[RateRow(r["task"], int(r["passed"]), int(r["valid_scored"]), None) for r in model(
+            "static_adoption", POOLED, summed.format(total="trials", invalid="NULL"))],
+        invalid_by_reason=_pairs(model("invalid_breakdown", POOLED, "SELECT * FROM m ORDER BY trials DESC, 1"),
+                                 "invalid_reason", "trials"),
+        failure_codes=_pairs(model("failure_breakdown", POOLED, "SELECT * FROM m ORDER BY trials DESC, 1"),
+                             "failure_code", "trials"),
+        sdk_paths=_pairs(model("sdk_path_breakdown", POOLED, "SELECT * FROM m ORDER BY valid_trials DESC, 1"),
+                         "sdk_path", "valid_trials"),
         failing_checks=_failing_checks(failed),
-        pass_k=_pass_k(scored),
-        performance=_performance(scored_valid),
+        pass_k=_pass_k(con, start, end),
+        performance=_performance(con, start, end),
         grader_versions=sorted(versions.items()),
-        suspects=_suspects(valid),
+        suspects=_suspects(con, start, end),
         failing=_failing_trials(failed),
         notes=notes,
     )
@@ -485,6 +463,9 @@ def _rate_table(title: str, column: str, rows: list[RateRow]) -> list[str]:
     out = [f"### {title}", ""]
     if not rows:
         return [*out, "None in this window.", ""]
+    if all(r.invalid is None for r in rows):
+        return [*out, *_table([column, "passed / valid", "pass rate"],
+                              [[r.name, f"{r.passed}/{r.total}", _pct(r.rate)] for r in rows]), ""]
     return [*out, *_table([column, "passed / valid", "pass rate", "invalid (excluded)"],
                           [[r.name, f"{r.passed}/{r.total}", _pct(r.rate), r.invalid] for r in rows]), ""]
 
@@ -521,7 +502,7 @@ def render_stats(stats: WeekStats, *, failing_table: bool = True) -> str:
         "",
         f"**{h.fraction()}** passing valid scored trials"
         + (f" (Wilson 95% {stats.wilson95[0]:.0%}-{stats.wilson95[1]:.0%})" if stats.wilson95 else "")
-        + f"; {h.invalid} invalid scored trials excluded; source-imports tasks reported apart under static adoption.",
+        + f"; {h.invalid} invalid trials excluded; source-imports tasks reported apart under static adoption.",
         "",
     ]
     lines.extend(f"- Note: {n}" for n in stats.notes)
@@ -531,18 +512,17 @@ def render_stats(stats: WeekStats, *, failing_table: bool = True) -> str:
     if stats.suspects:
         lines.extend(f"- {suspect_sentence(s)}" for s in stats.suspects)
     else:
-        lines.append(f"None: no task's failures (>= {SUSPECT_MIN_FAILURES}) stop at one check in >= "
-                     f"{SUSPECT_SHARE:.0%} of cases.")
+        lines.append("None: no task's failures nearly all stop at one check (the suspect_markers model's rule).")
     lines.append("")
     lines += _rate_table("Pass rate by task", "task", stats.by_task)
     lines += _rate_table("Pass rate by condition", "condition", stats.by_condition)
     lines += _rate_table("Pass rate by agent", "agent / model", stats.by_agent)
     lines += _rate_table("Pass rate by batch", "batch date", stats.by_batch)
-    lines += ["### pass^k per batch", ""]
+    lines += ["### pass^k per batch and agent (cells: task × condition)", ""]
     if stats.pass_k:
-        lines += _table(["batch", "cells", "k", "cells all-pass", "pass^k"],
-                        [[p.batch, p.cells, p.k, f"{p.all_pass_cells}/{p.cells}", f"{p.estimate:.0%}"]
-                         if p.reportable else [p.batch, p.cells, "-", "-", f"not reportable: {p.why_not}"]
+        lines += _table(["batch · agent", "cells", "k", "cells all-pass", "pass^k", "unbiased estimate"],
+                        [[p.batch, p.cells, p.k, f"{p.all_pass_cells}/{p.cells}", _pct(p.value), _pct(p.estimate)]
+                         if p.reportable else [p.batch, p.cells, "-", "-", f"not reportable: {p.why_not}", "-"]
                          for p in stats.pass_k])
     else:
         lines.append("No valid scored trials.")

@@ -131,41 +131,48 @@ def test_week_stats_hand_computed(week: TrialStore) -> None:
     stats = compute_week_stats(week, END, days=7)
     assert (str(stats.start_date), str(stats.end_date)) == ("2026-11-24", "2026-11-30")
     assert (stats.trials, stats.valid, stats.invalid) == (24, 22, 2)  # the 2026-11-20 trial is outside
-    # Headline: invalid trials and the source-imports task never enter the denominator.
-    assert (stats.headline.passed, stats.headline.total, stats.headline.invalid) == (11, 20, 1)
+    # Headline: invalid trials and the source-imports task never enter the denominator; both invalid trials are
+    # shown beside it (as in the scorecard's pass_rate model).
+    assert (stats.headline.passed, stats.headline.total, stats.headline.invalid) == (11, 20, 2)
     assert stats.headline.fraction() == "11/20 (55%)"
     assert {r.name: (r.passed, r.total, r.invalid) for r in stats.by_task} == {
         "t-alpha": (5, 7, 1), "t-beta": (0, 6, 0), "t-gamma": (6, 7, 0)}
     assert {r.name: (r.passed, r.total, r.invalid) for r in stats.by_condition} == {
-        "noskill+blank": (10, 18, 1), "skill+blank": (1, 2, 0)}
+        "noskill+blank": (10, 18, 2), "skill+blank": (1, 2, 0)}
     assert {r.name: (r.passed, r.total) for r in stats.by_batch} == {
         "2026-11-25": (5, 9), "2026-11-27": (5, 10), "2026-11-30": (1, 1)}
-    assert [(r.name, r.passed, r.total, r.invalid) for r in stats.static_adoption] == [("t-static", 1, 2, 1)]
+    assert {r.name: (r.passed, r.total) for r in stats.by_agent} == {"codex / gpt-5.6-terra": (11, 20)}
+    # The infra trial's unscored grade neither makes it a static-adoption trial nor a headline one.
+    assert [(r.name, r.passed, r.total, r.invalid) for r in stats.static_adoption] == [("t-static", 1, 2, None)]
     assert dict(stats.invalid_by_reason) == {"infra.agent": 1, "infra.sandbox": 1}
+    # Failed valid *scored* trials (the static task's imports failure is static adoption's business).
     assert dict(stats.failure_codes) == {"contract.entry": 5, "contract.calls": 2, "contract.start": 1,
-                                         "contract.tools": 1, "contract.imports": 1}
+                                         "contract.tools": 1}
+    assert dict(stats.sdk_paths) == {"official-sdk": 22}
     top = stats.failing_checks[0]
     assert (top.check, top.count, top.tasks, top.examples) == ("entry", 5, ["t-beta"], [ENTRY_DETAIL])
     assert (stats.failing_checks[1].check, stats.failing_checks[1].count) == ("call:add:1", 2)
 
-    # pass^k per batch. Wed: alpha 2/3, beta 0/3, gamma 3/3 -> k=3, 1 of 3 cells all-pass, estimate 1/3.
-    # Fri: alpha 2/2 (one invalid left out), alpha skill 1/2, beta 0/3, gamma 2/3 -> k=2, 1 of 4 all-pass,
+    # pass^k per batch and agent. Wed: alpha 2/3, beta 0/3, gamma 3/3 -> k=3, 1 of 3 cells all-pass, estimate 1/3.
+    # Fri: alpha 2/2 (one invalid left out), alpha skill 1/2, beta 0/3, gamma 2/3 -> k=2, 1 of 4 all-pass (25%),
     # estimate (1 + 0 + 0 + C(2,2)/C(3,2)) / 4 = 1/3. Mon: one cell with one trial -> not reportable.
     wed, fri, mon = stats.pass_k
-    assert (wed.batch, wed.reportable, wed.k, wed.cells, wed.all_pass_cells) == ("2026-11-25", True, 3, 3, 1)
-    assert wed.estimate == pytest.approx(1 / 3)
+    assert (wed.batch, wed.reportable, wed.k, wed.cells, wed.all_pass_cells) == (
+        "2026-11-25 · codex / gpt-5.6-terra", True, 3, 3, 1)
+    assert wed.value == pytest.approx(1 / 3) and wed.estimate == pytest.approx(1 / 3)
     assert (fri.reportable, fri.k, fri.cells, fri.all_pass_cells) == (True, 2, 4, 1)
-    assert fri.estimate == pytest.approx(1 / 3)
-    assert (mon.batch, mon.reportable, mon.k) == ("2026-11-30", False, None)
+    assert fri.value == pytest.approx(1 / 4) and fri.estimate == pytest.approx(1 / 3)
+    assert (mon.batch, mon.reportable, mon.k) == ("2026-11-30 · codex / gpt-5.6-terra", False, None)
 
-    # Performance over the 11 passing valid scored trials; cost per success = 20 x $0.10 / 11 passes.
+    # Medians over the 11 passing valid scored trials; cost = every valid trial's (22 x $0.10, the static task's
+    # included: it cost money too), per success / 11 passes.
     perf = stats.performance
     assert perf.passing_trials == 11
     assert perf.medians["duration_ms"] == 110_000
     assert perf.medians["turns"] == 10
     assert perf.medians["tool_calls"] is None
-    assert perf.total_cost_usd == pytest.approx(2.0)
-    assert perf.cost_per_success_usd == pytest.approx(2.0 / 11)
+    assert perf.total_cost_usd == pytest.approx(2.2)
+    assert perf.cost_per_success_usd == pytest.approx(0.2)
 
     assert stats.grader_versions == [("1.0.0", 23), ("1.1.0", 1)]
     assert any("grader-version boundary" in n for n in stats.notes)
@@ -191,10 +198,11 @@ def test_rendered_stats_state_the_suspect_and_the_headline(week: TrialStore) -> 
     assert "**11/20 (55%)** passing valid scored trials" in text
     assert ("t-beta: 5 of 6 failures (6 valid trials) stop at `entry`, all with the same detail" in text
             and "contract or grader bug" in text)
-    assert "| t-static | 1/2 | 50% | 1 |" in text
-    assert "| 2026-11-25 | 3 | 3 | 1/3 | 33% |" in text
+    assert "| t-static | 1/2 | 50% |\n" in text
+    assert "| 2026-11-25 · codex / gpt-5.6-terra | 3 | 3 | 1/3 | 33% | 33% |" in text
+    assert "| 2026-11-27 · codex / gpt-5.6-terra | 4 | 2 | 1/4 | 25% | 33% |" in text
     assert "not reportable" in text
-    assert "| 110 s | 10 | - |" in text and "$0.18" in text
+    assert "| 110 s | 10 | - |" in text and "$2.20 | $0.20 |" in text
 
 
 def test_prompt_carries_memos_suspects_and_rules(week: TrialStore) -> None:
