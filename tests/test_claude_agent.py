@@ -27,6 +27,7 @@ from mcp_evals_pipeline.tasks.catalog import Task, get_task
 from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_key
 
 from .conftest import TASKS
+from .support.key_probe import CLEAN, key_probe
 from .support.messages_server import ScriptedMessages, failure, tool_use, turn
 from .support.processes import naming, running_under
 
@@ -83,7 +84,7 @@ def session(server_dir: Path, workspace: Path) -> list[dict[str, Any]]:
     """Four model turns, four tool calls, the last turn ends the session; tokens as a real session reports them
     (input, output, cache creation, cache read)."""
     return [
-        turn("Looking at the workspace first.", [tool_use("Bash", {"command": "ls -la", "description": "list"})],
+        turn("Looking for my key first.", [tool_use("Bash", {"command": key_probe(KEY), "description": "probe"})],
              input_tokens=1000, output_tokens=50, cache_creation_input_tokens=4000),
         turn(None, writes_of(server_dir, workspace), input_tokens=200, output_tokens=400,
              cache_read_input_tokens=4000),
@@ -149,6 +150,8 @@ def test_claude_builds_a_server_that_grades_as_scripted(tmp_path: Path, api_key:
     results = [e for e in events if e.type == "tool_result"]
     assert [e.call_id for e in results] == tool_ids
     assert "compiled-ok" in (results[-1].text or "") and results[-1].tool == "Bash"
+    # The key is nowhere the agent's commands can read (the CLI holds a placeholder; the proxy adds the key).
+    assert CLEAN in (results[0].text or ""), results[0].text
     assert [e.text for e in events if e.type == "assistant" and e.text][-1] == "Done: server.py serves `add` at /mcp."
     usage = [e for e in events if e.type == "usage"]
     assert [(e.tokens_in, e.tokens_out) for e in usage] == [(SESSION_IN, SESSION_OUT)]

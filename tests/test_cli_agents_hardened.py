@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_evals_pipeline.contracts.transcript import read_transcript
 from mcp_evals_pipeline.models import AGENT_PINS
 from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.sandbox.base import SandboxError
@@ -25,6 +26,7 @@ from mcp_evals_pipeline.tasks.catalog import get_task
 from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_key
 
 from .conftest import TASKS
+from .support.key_probe import CLEAN
 from .support.messages_server import ScriptedMessages
 from .support.responses_server import ScriptedResponses
 from .test_claude_agent import session as claude_session
@@ -63,6 +65,9 @@ def test_codex_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkey
         assert record.grade.failure_code == "contract.calls"
     assert record.perf.turns == 4 and (record.perf.tokens_in, record.perf.tokens_out) == (5900, 290)
     assert len(api.requests) == 4 and api.headers[0]["authorization"] == "Bearer test-key"
+    probe = [e for e in read_transcript(runs / record.run_id / "trials" / record.trial_name / "transcript.jsonl")
+             if e.type == "tool_result"][2]
+    assert CLEAN in (probe.text or ""), probe.text  # no key inside the box: not in codex's environment, nor a file
     workspace = runs / record.run_id / "trials" / record.trial_name / "workspace"
     assert (workspace / "server.py").read_text().strip() == (source / "server.py").read_text().strip()
     assert workspace.stat().st_uid == 0  # handed back to its owner at close
@@ -90,6 +95,8 @@ def test_claude_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monke
     assert (record.perf.turns, record.perf.tool_calls) == (4, 4)
     assert len(api.agent_requests) == 4
     assert all(r.headers.get("x-api-key") == "test-anthropic-key" for r in api.agent_requests)
+    probe = next(e for e in read_transcript(trial_dir / "transcript.jsonl") if e.type == "tool_result")
+    assert CLEAN in (probe.text or ""), probe.text  # no key inside the box: not in claude's environment, nor a file
     assert (workspace / "server.py").read_text() == (task.dir / server / "server.py").read_text()
     assert not (workspace / ".claude").exists()
 

@@ -22,6 +22,7 @@ from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trials import TrialSpec, run_trial
 
 from .conftest import TASKS
+from .support.key_probe import CLEAN, key_probe
 from .support.processes import running_under
 from .support.responses_server import ScriptedResponses, failure, message, shell, turn, write_file
 
@@ -45,14 +46,14 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[TrialStore, Pa
 
 
 def session_writing(source: Path) -> list[dict]:
-    """Four model responses: say what it does and write server.py, write requirements.txt, look for the key in
-    its environment, finish."""
+    """Four model responses: say what it does and write server.py, write requirements.txt, look for the key where
+    its commands could read it (tests/support/key_probe.py), finish."""
     return [
         turn(message("I'll write the MCP server."), write_file("server.py", (source / "server.py").read_text()),
              input_tokens=1000, output_tokens=200),
         turn(write_file("requirements.txt", (source / "requirements.txt").read_text()),
              input_tokens=1500, output_tokens=50),
-        turn(shell("env | grep -c test-key || true"), input_tokens=1600, output_tokens=10),
+        turn(shell(key_probe("test-key")), input_tokens=1600, output_tokens=10),
         turn(message("Done: server.py serves the tool over streamable HTTP."), input_tokens=1800, output_tokens=30),
     ]
 
@@ -93,7 +94,9 @@ def test_a_codex_session_writing_the_golden_server_passes(env: tuple[TrialStore,
     assert len(calls) == 3 and all(e.tool == "shell" for e in calls)
     assert "server.py" in calls[0].args["command"]
     assert [e.exit_code for e in results] == [0, 0, 0]
-    assert results[2].text.strip() == "0"  # the agent's commands never see the key
+    # The key is nowhere the agent's commands can read: not in any ancestor's environment (codex's own included),
+    # not in a file under its HOME. The proxy holding it added it to every request (above).
+    assert CLEAN in (results[2].text or ""), results[2].text
     assert [e.tokens_in for e in events if e.type == "usage"] == [5900]
     assert not running_under(runs)
 

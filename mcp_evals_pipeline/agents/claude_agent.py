@@ -6,11 +6,11 @@ runs in the sandbox workspace (through `sandbox.run`, so the sandbox's environme
 apply), with the time budget as the hard wall-clock limit: the CLI retries a failing endpoint up to 10 times with
 long backoff, so it is only ever waited for that long and then its whole process tree is killed. Its HOME and
 config dir (CLAUDE_CONFIG_DIR) are a private temporary directory outside the workspace, so no user settings,
-sessions or credentials leak in and nothing of the CLI's litters the graded workspace. The key reaches it through
-a 0700 launcher script in that directory, never a command line. The commands the agent runs inherit the CLI's
-environment, key included: CLAUDE_CODE_SUBPROCESS_ENV_SCRUB would strip it, but it also makes the CLI demand its
-own bubblewrap+socat Bash sandbox and refuse writes, so keeping the key from the agent is the sandbox backend's job
-(a model proxy holding the key: base_url with no key set sends a placeholder).
+sessions or credentials leak in and nothing of the CLI's litters the graded workspace. The commands the agent
+runs inherit the CLI's environment (CLAUDE_CODE_SUBPROCESS_ENV_SCRUB would strip it, but it also makes the CLI demand
+its own bubblewrap+socat Bash sandbox and refuse writes), so the CLI never holds the key: ANTHROPIC_BASE_URL points
+at a KeyProxy on the host (agents/key_proxy.py) that holds it and forwards to the real endpoint, and the CLI's key
+variable carries a placeholder.
 
 The stream-json events are tailed while the CLI runs and written to the transcript as they happen: assistant
 text (and thinking), tool_use -> tool_call, tool_result, the CLI's API retries as errors, and the final result
@@ -23,8 +23,8 @@ budget ran out) is `infra.model_api`; running out of time or turns (`error_max_t
 `budget_exhausted`, graded as it stands.
 
 Options (request.options), all optional:
-    base_url     endpoint (ANTHROPIC_BASE_URL), else $ANTHROPIC_BASE_URL, else the CLI's default (api.anthropic.com).
-                 With a base_url and no key set, a placeholder key is sent (a local proxy that holds the key).
+    base_url     endpoint (ANTHROPIC_BASE_URL), else $ANTHROPIC_BASE_URL, else api.anthropic.com. With a base_url
+                 and no key set, no credential is added (an endpoint that needs none).
     max_retries  CLAUDE_CODE_MAX_RETRIES: the CLI's retries of one API request (its default is 10)
 """
 
@@ -46,6 +46,7 @@ from typing import Any
 import psutil
 
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner, MissingCredentials, TranscriptWriter
+from mcp_evals_pipeline.agents.key_proxy import PLACEHOLDER_KEY
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
 from mcp_evals_pipeline.sandbox.base import CommandResult, SandboxError
@@ -53,7 +54,6 @@ from mcp_evals_pipeline.sandbox.base import CommandResult, SandboxError
 KEY_ENVS: tuple[str, ...] = AGENT_PINS["claude"].key_env or ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 DEFAULT_ENDPOINT = "https://api.anthropic.com"
-PLACEHOLDER_KEY = "placeholder-key-for-a-keyless-endpoint"
 SYNTHETIC_MODEL = "<synthetic>"  # the CLI's own stand-in messages (an API error shown as assistant text)
 # What of the CLI's stderr goes into an error message.
 STDERR_TAIL = 2000
@@ -374,7 +374,7 @@ class ClaudeAgent(AgentRunner):
 
         key = _key()
         if key is None and base_url:
-            key = ("ANTHROPIC_API_KEY", PLACEHOLDER_KEY)
+            key = ("ANTHROPIC_API_KEY", "")  # a keyless endpoint: the proxy adds no credential
         if key is None:
             error = f"{' or '.join(KEY_ENVS)} is not set"
             transcript.emit("error", text=error)
@@ -390,15 +390,16 @@ class ClaudeAgent(AgentRunner):
             return AgentResult(perf=perf(), infra_reason="infra.agent", error=error, model=model)
 
         # Beside the codex runner's: the sandbox's private directory for the CLI runners (not the workspace).
-        from mcp_evals_pipeline.agents.cli_tools import private_run_dir, reachable_endpoint
+        from mcp_evals_pipeline.agents.cli_tools import keyed_endpoint, private_run_dir
 
+        name, secret = key
+        credentials = {} if not secret else \
+            {"Authorization": f"Bearer {secret}"} if name == "ANTHROPIC_AUTH_TOKEN" else {"x-api-key": secret}
         try:
-            if base_url:
-                base_url = reachable_endpoint(request.sandbox, base_url)
-            elif callable(getattr(request.sandbox, "allow_endpoint", None)):
-                reachable_endpoint(request.sandbox, DEFAULT_ENDPOINT)
-            with private_run_dir(request.sandbox, "claude-") as private:
-                return self._run_cli(request, state, private, bin_dir, path, key, base_url, model, perf)
+            with keyed_endpoint(request.sandbox, base_url or DEFAULT_ENDPOINT, credentials) as reachable, \
+                    private_run_dir(request.sandbox, "claude-") as private:
+                return self._run_cli(request, state, private, bin_dir, path, (name, PLACEHOLDER_KEY), reachable,
+                                     model, perf)
         except SandboxError as exc:
             error = f"sandbox failed: {exc}"
             transcript.emit("error", text=error)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from mcp_evals_pipeline.agents.key_proxy import KeyProxy
 from mcp_evals_pipeline.node_toolchain import ToolchainError, ensure_toolchain, npm_env
 from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.sandbox.base import Sandbox
@@ -126,6 +127,14 @@ def reachable_endpoint(sandbox: Sandbox, url: str) -> str:
     """The URL at which the CLI in the sandbox reaches a model endpoint (`Sandbox.allow_endpoint`; raises the
     sandbox's SandboxError when it cannot)."""
     return sandbox.allow_endpoint(url)
+
+
+@contextmanager
+def keyed_endpoint(sandbox: Sandbox, upstream: str, credentials: dict[str, str]) -> Iterator[str]:
+    """The URL at which the CLI reaches `upstream` through a KeyProxy holding `credentials`: the CLI itself is
+    given `key_proxy.PLACEHOLDER_KEY`, so the key is nowhere the agent's commands could read it."""
+    with KeyProxy(upstream, credentials) as proxy:
+        yield reachable_endpoint(sandbox, proxy.url)
 
 
 def ensure_pinned_cli(agent: str) -> Path:

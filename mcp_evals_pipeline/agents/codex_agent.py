@@ -2,14 +2,15 @@
 the sandbox.
 
 The CLI is installed once into the cache with the pinned Node toolchain. Every run gets a private CODEX_HOME
-outside the workspace (config, session rollout, the key file), runs `codex exec` as one sandbox command with the
+outside the workspace (config, session rollout, the placeholder key), runs `codex exec` as one sandbox command with the
 time budget as its hard timeout (the sandbox kills the process tree), streams the CLI's JSONL events into
 transcript.jsonl as they arrive and reads the session rollout afterwards for per-request usage (the turn count).
 The raw event stream and the rollout are kept next to the transcript (codex-events.jsonl, codex-rollout.jsonl).
 
-The endpoint is always configured as an explicit Responses API provider (`model_providers.mcp_evals`), the key
-handed over through the variable its `env_key` names: the CLI does not honour OPENAI_BASE_URL, and this keeps the
-production and test paths the same.
+The endpoint is always configured as an explicit Responses API provider (`model_providers.mcp_evals`): the CLI
+does not honour OPENAI_BASE_URL, and this keeps the production and test paths the same. Its base URL is a KeyProxy
+on the host (agents/key_proxy.py) that holds the key and forwards to the real endpoint; the CLI's `env_key` variable
+holds only a placeholder, so neither its environment nor its files carry the key the agent's commands could read.
 
 Classification (DESIGN "Validity"):
     the CLI cannot be installed, does not start, or exits non-zero without a model API failure -> infra.agent
@@ -44,9 +45,10 @@ from mcp_evals_pipeline.agents.cli_tools import (
     CliInstallError,
     cli_path,
     ensure_cli,
+    keyed_endpoint,
     private_run_dir,
-    reachable_endpoint,
 )
+from mcp_evals_pipeline.agents.key_proxy import PLACEHOLDER_KEY
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
 from mcp_evals_pipeline.sandbox.base import SandboxError
@@ -238,8 +240,8 @@ class CodexAgent(AgentRunner):
         return None
 
     def command(self, request: AgentRequest, private: Path, bin_dir: Path, model: str, effort: str | None) -> str:
-        """The sandbox command: one `codex exec`, the key from a private file, the prompt on stdin, the JSONL
-        events and stderr into private files."""
+        """The sandbox command: one `codex exec`, the placeholder key from a private file, the prompt on stdin, the
+        JSONL events and stderr into private files."""
         options = request.options
         base_url = str(options.get("base_url") or DEFAULT_BASE_URL)
         config = [
@@ -295,21 +297,21 @@ class CodexAgent(AgentRunner):
 
         started = time.monotonic()
         try:
-            base_url = str(request.options.get("base_url") or DEFAULT_BASE_URL)
-            request = dataclasses.replace(
-                request, options={**request.options, "base_url": reachable_endpoint(request.sandbox, base_url)})
-            with private_run_dir(request.sandbox, "codex-") as private:
-                return self._run(request, private, bin_dir, model, effort, key)
+            upstream = str(request.options.get("base_url") or DEFAULT_BASE_URL)
+            with keyed_endpoint(request.sandbox, upstream, {"Authorization": f"Bearer {key}"}) as reachable:
+                request = dataclasses.replace(request, options={**request.options, "base_url": reachable})
+                with private_run_dir(request.sandbox, "codex-") as private:
+                    return self._run(request, private, bin_dir, model, effort, upstream)
         except SandboxError as exc:
             return infra("infra.sandbox", f"sandbox failed: {exc}", started)
 
     def _run(self, request: AgentRequest, private: Path, bin_dir: Path, model: str, effort: str | None,
-             key: str) -> AgentResult:
+             upstream: str) -> AgentResult:
         transcript = request.transcript
         (private / "home").mkdir()
         env_file = private / "env.sh"
         env_file.touch(mode=0o600)
-        env_file.write_text(f"{PROVIDER_KEY_ENV}={shlex.quote(key)}\n")
+        env_file.write_text(f"{PROVIDER_KEY_ENV}={shlex.quote(PLACEHOLDER_KEY)}\n")  # the key stays in the proxy
         (private / "prompt.md").write_text(request.prompt, encoding="utf-8")
         events_path = private / "events.jsonl"
         events_path.touch()
@@ -318,7 +320,7 @@ class CodexAgent(AgentRunner):
         transcript.emit("user", text=request.prompt)
         transcript.emit("info", text=f"codex agent: {CLI_PINS['codex'][0]}@{CLI_PINS['codex'][1]}, model {model}",
                         extra={"model": model, "reasoningEffort": effort, "timeBudgetS": request.time_budget_s,
-                               "baseUrl": request.options.get("base_url") or DEFAULT_BASE_URL,
+                               "baseUrl": upstream, "viaKeyProxy": request.options.get("base_url"),
                                "cliVersion": CLI_PINS["codex"][1]})
         translator = EventTranslator(transcript)
         started = time.monotonic()

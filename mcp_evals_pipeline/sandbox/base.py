@@ -68,8 +68,8 @@ class Sandbox(ABC):
 
     def private_dir(self, prefix: str = "agent-") -> Path:
         """A fresh directory outside the workspace, at the same path for the host and for commands run here (a CLI
-        runner's HOME, config and key file). Backends with their own filesystem override it; the caller removes it
-        (or close() does)."""
+        runner's HOME and config; never the key, which stays in agents/key_proxy). Backends with their own
+        filesystem override it; the caller removes it (or close() does)."""
         from mcp_evals_pipeline.paths import cache_dir
 
         scratch = cache_dir() / "agent-runs"

@@ -1,0 +1,133 @@
+"""The key-holding proxy between the CLI agents and their model API, over real HTTP on 127.0.0.1: it swaps the
+credential, keeps path, query, body and status, and streams server-sent events as they come."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from mcp_evals_pipeline.agents.key_proxy import PLACEHOLDER_KEY, KeyProxy
+
+
+class Upstream:
+    """Records every request; /stream sends one event, waits until the test says go, then a second one."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+        self.go = threading.Event()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                outer.seen.append({"method": self.command, "path": self.path,
+                                   "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+                if self.path.startswith("/v1/stream"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    self.wfile.write(b"data: first\n\n")
+                    self.wfile.flush()
+                    outer.go.wait(10)
+                    self.wfile.write(b"data: second\n\n")
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                status = 500 if self.path.startswith("/v1/broken") else 200
+                payload = json.dumps({"echo": body.decode(), "path": self.path}).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("X-Upstream", "yes")
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = _any
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def upstream() -> Iterator[Upstream]:
+    server = Upstream()
+    yield server
+    server.go.set()
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def test_the_credential_is_swapped_and_the_request_kept(upstream: Upstream) -> None:
+    with KeyProxy(upstream.base_url, {"x-api-key": "the-real-key"}) as proxy:
+        assert proxy.url == f"http://127.0.0.1:{proxy.port}/v1"
+        response = httpx.post(f"{proxy.url}/messages?beta=true", content=b'{"model": "m"}',
+                              headers={"x-api-key": PLACEHOLDER_KEY, "Authorization": f"Bearer {PLACEHOLDER_KEY}",
+                                       "anthropic-version": "2023-06-01"})
+    assert response.status_code == 200 and response.headers["x-upstream"] == "yes"
+    assert response.json() == {"echo": '{"model": "m"}', "path": "/v1/messages?beta=true"}
+    (seen,) = upstream.seen
+    assert seen["headers"]["x-api-key"] == "the-real-key"
+    assert "authorization" not in seen["headers"]  # every credential the client sent is dropped
+    assert seen["headers"]["anthropic-version"] == "2023-06-01"  # everything else passes
+    assert seen["headers"]["host"] == upstream.base_url.split("/")[2]
+    assert proxy.requests == 1
+
+
+def test_errors_keep_their_status(upstream: Upstream) -> None:
+    with KeyProxy(upstream.base_url, {"Authorization": "Bearer k"}) as proxy:
+        response = httpx.post(f"{proxy.url}/broken", content=b"{}")
+    assert response.status_code == 500 and response.json()["path"] == "/v1/broken"
+
+
+def test_an_unreachable_upstream_is_a_502_naming_it() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: connections are refused
+        with KeyProxy(f"http://127.0.0.1:{port}/v1", {"Authorization": "Bearer k"}) as proxy:
+            response = httpx.get(f"{proxy.url}/models")
+    assert response.status_code == 502
+    assert f"127.0.0.1:{port}" in response.json()["error"]["message"]
+
+
+def test_events_stream_through_as_they_come(upstream: Upstream) -> None:
+    """The second event is only sent after the test has read the first through the proxy: a buffering proxy would
+    hang here (and fail at the read timeout)."""
+    with KeyProxy(upstream.base_url, {"Authorization": "Bearer k"}) as proxy, \
+            httpx.stream("POST", f"{proxy.url}/stream", content=b"{}", timeout=5) as response:
+        lines = response.iter_lines()
+        assert next(lines) == "data: first"
+        upstream.go.set()
+        rest = [line for line in lines if line]
+    assert rest == ["data: second"]
+
+
+def test_a_chunked_request_body_is_forwarded_whole(upstream: Upstream) -> None:
+    with KeyProxy(upstream.base_url, {"Authorization": "Bearer k"}) as proxy:
+        connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=5)
+        connection.request("POST", "/v1/chunked", body=iter([b'{"a":', b' 1}']),
+                           headers={"Transfer-Encoding": "chunked"}, encode_chunked=True)
+        response = connection.getresponse()
+        payload = json.loads(response.read())
+        connection.close()
+    assert response.status == 200 and payload["echo"] == '{"a": 1}'
+
+
+def test_only_http_upstreams() -> None:
+    with pytest.raises(ValueError, match="http"):
+        KeyProxy("file:///etc/passwd", {})
