@@ -6,8 +6,10 @@ relays each connection to that socket. The agent's environment gets HTTP(S)_PROX
 npm, curl and the agent CLIs reach exactly the hosts allowed (CONNECT for https, absolute-form for http), and
 nothing else: there is no route, and DNS is only ever resolved on the host, for allowed names.
 
-Allowed by default: the package registries and the model endpoints. MCP_EVALS_SANDBOX_EGRESS_ALLOW replaces the
-list (comma separated; a leading dot allows a suffix: `.pythonhosted.org`).
+Allowed by default: the package registries only. The CLI agents reach their model API through the key-holding
+proxy on the host (agents/key_proxy.py, relayed into the box by `allow_endpoint`), so the box needs no route to a
+model API, and a command in it has nowhere to send a key it does not have anyway. MCP_EVALS_SANDBOX_EGRESS_ALLOW
+replaces the list (comma separated; a leading dot allows a suffix: `.pythonhosted.org`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ import threading
 from pathlib import Path
 
 PROXY_PORT = 3128
-DEFAULT_ALLOW = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "registry.yarnpkg.com",
-                 "api.openai.com", "api.anthropic.com")
+DEFAULT_ALLOW = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "registry.yarnpkg.com")
 ALLOWED_PORTS = {80, 443}
 
 # Runs inside the box: 127.0.0.1:PORT -> the host proxy's unix socket. Standard library only.

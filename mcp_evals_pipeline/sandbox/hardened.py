@@ -20,21 +20,21 @@ A process backgrounded by one command survives to the next (same box, same pid n
 
 For agent runners that start a CLI in the box (agents/codex_agent.py, agents/claude_agent.py, via
 agents/cli_tools.private_run_dir / reachable_endpoint):
-- `private_dir()`: a fresh directory outside the workspace (HOME, the CLI's config and key file), at the same path
+- `private_dir()`: a fresh directory outside the workspace (HOME and the CLI's config), at the same path
   on the host and in the box (one 0711 root-owned parent bound read-write), 0700 and handed to the sandbox uid
   before every command, removed on close;
 - the CLIs and the pinned Node toolchain (cache_dir()/agent-clis, cache_dir()/node-toolchain) are mounted
   read-only at their host paths;
-- `allow_endpoint(url)` (net=proxy): a host-loopback endpoint (a local model server or key proxy) is relayed to the
-  same port on the box's loopback; any other host:port is added to the egress proxy's allow-list. Both CLIs honour
-  HTTPS_PROXY (checked: CONNECT api.openai.com:443 / api.anthropic.com:443 through the proxy).
+- `allow_endpoint(url)` (net=proxy): a host-loopback endpoint (the key proxy each CLI run talks to, see
+  agents/key_proxy.py) is relayed to the same port on the box's loopback; any other host:port is added to the egress
+  proxy's allow-list (both CLIs honour HTTPS_PROXY), though the runners no longer ask for one.
 
 Settings (environment): MCP_EVALS_SANDBOX_MEM (default 2G), MCP_EVALS_SANDBOX_PIDS (512),
 MCP_EVALS_SANDBOX_NET (none | proxy | host; default none), MCP_EVALS_SANDBOX_RO_PATHS (extra read-only paths, `:`
 separated, e.g. a Node toolchain), MCP_EVALS_SANDBOX_UID (65534).
 
 Network modes (MCP_EVALS_SANDBOX_NET): none (loopback only), proxy (loopback only, plus an allow-listing HTTP(S)
-proxy for the package registries and model endpoints: see sandbox/egress.py; HTTP(S)_PROXY set for the agent),
+proxy for the package registries: see sandbox/egress.py; HTTP(S)_PROXY set for the agent),
 host (the host's network, unrestricted: an explicit opt-out, recorded as net=host).
 """
 
