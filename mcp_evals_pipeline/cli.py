@@ -211,10 +211,12 @@ concurrency:
               help="Sandbox backend (default MCP_EVALS_SANDBOX, else local).")
 @click.option("--require-isolation", type=click.Choice(["hardened"]),
               help="Refuse to run unless the host provides this isolation.")
+@click.option("--parallel", type=click.IntRange(1, 32), default=1, show_default=True,
+              help="Trials run at once, each in a worker process (live agents mostly wait on their model).")
 def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...], trials: int,
              task_ids: tuple[str, ...], model: str | None, reasoning_effort: str | None, skip_judge: bool,
              batch_date: str | None, batch_id: str | None, no_verify: bool, sandbox: str | None,
-             require_isolation: str | None) -> None:
+             require_isolation: str | None, parallel: int) -> None:
     """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard."""
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
 
@@ -224,6 +226,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
         agent=agent, conditions=list(conditions + variants) or [BASELINE], trials=trials, task_ids=list(task_ids),
         model=model, reasoning_effort=reasoning_effort, skip_judge=skip_judge, batch_date=batch_date,
         batch_id=batch_id, verify=not no_verify, sandbox=sandbox, require_isolation=require_isolation,
+        parallel=parallel,
     )
     try:
         outcome = run_batch(request, _instance(), echo=err.print)

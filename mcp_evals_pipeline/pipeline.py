@@ -1,14 +1,20 @@
 """A batch driven from the CLI: Dagster runs in the persistent instance, so they show in the UI like scheduled ones.
 
 One run per trial partition (the same unit a backfill or the baseline schedule launches), then one run for the SQL
-models and the batch scorecard.
+models and the batch scorecard. `parallel` > 1 runs that many trial runs at once, each in a worker process of its
+own against the same instance (as Dagster's own run launcher does): live agents mostly wait on their model, so a
+baseline of 42 trials need not take 42 agent sessions end to end. Servers take free ports and the DuckDB writes
+are serialized across processes, so trials side by side do not disturb each other.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import dagster as dg
@@ -45,6 +51,7 @@ class BatchRequest:
     verify: bool = True
     sandbox: str | None = None
     require_isolation: str | None = None
+    parallel: int = 1  # trial runs at once
 
 
 @dataclass
@@ -86,20 +93,33 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
               "batch_id": request.batch_id, "skip_judge": request.skip_judge, "sandbox": request.sandbox,
               "require_isolation": request.require_isolation}
     keys = [trial_key(t.id, c, n) for t in tasks for c in request.conditions for n in range(1, request.trials + 1)]
+    tags = {"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}
     failed = 0
-    for index, key in enumerate(keys, 1):
-        result = dg.materialize(
-            [trial], partition_key=multi_key(batch_date, key), instance=instance,
-            resources={"eval_store": store}, run_config={"ops": {"trial": {"config": config}}, **QUIET},
-            tags={"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}, raise_on_error=False,
-        )
-        if not result.success:
+
+    def say(index: int, key: str, outcome: TrialRunOutcome) -> None:
+        nonlocal failed
+        if not outcome.success:
             failed += 1
-            echo(f"[{index}/{len(keys)}] {key}: Dagster run {result.run_id} failed")
-            continue
-        meta = result.asset_materializations_for_node("trial")[0].metadata
-        detail = f" {meta['failure_code'].value}" if meta["failure_code"].value else ""
-        echo(f"[{index}/{len(keys)}] {key}: {meta['outcome'].value}{detail}")
+            echo(f"[{index}/{len(keys)}] {key}: Dagster run {outcome.run_id} failed{outcome.error}")
+        else:
+            detail = f" {outcome.failure_code}" if outcome.failure_code else ""
+            echo(f"[{index}/{len(keys)}] {key}: {outcome.outcome}{detail}")
+
+    if request.parallel > 1 and not instance.is_ephemeral:
+        jobs = (instance.get_ref(), store.database, store.runs_root, batch_date, config, tags)
+        # spawn, not fork: the parent holds Dagster's and DuckDB's threads and locks
+        with ProcessPoolExecutor(max_workers=request.parallel,
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys}
+            for index, future in enumerate(as_completed(futures), 1):
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # the worker process died: its trial's own record says what it got to
+                    outcome = TrialRunOutcome(False, "-", error=f" (worker: {type(exc).__name__}: {exc})")
+                say(index, futures[future], outcome)
+    else:
+        for index, key in enumerate(keys, 1):
+            say(index, key, materialize_trial(instance, store, batch_date, key, config, tags))
 
     reports_run = dg.materialize([sql_models, batch_scorecard], partition_key=batch_date, instance=instance,
                                  resources={"eval_store": store}, run_config=QUIET, raise_on_error=False)
@@ -108,3 +128,34 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
     report = (Path(store.runs_root) if store.runs_root else runs_dir()) / run_id / "report.md"
     return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [])
+
+
+@dataclass
+class TrialRunOutcome:
+    success: bool
+    run_id: str
+    outcome: str | None = None  # pass | fail | invalid (the asset's metadata)
+    failure_code: str | None = None
+    error: str = ""
+
+
+def materialize_trial(instance: dg.DagsterInstance, store: EvalStore, batch_date: str, key: str,
+                      config: dict[str, Any], tags: dict[str, str]) -> TrialRunOutcome:
+    """One Dagster run materializing one trial partition."""
+    result = dg.materialize(
+        [trial], partition_key=multi_key(batch_date, key), instance=instance, resources={"eval_store": store},
+        run_config={"ops": {"trial": {"config": config}}, **QUIET}, tags=tags, raise_on_error=False,
+    )
+    if not result.success:
+        return TrialRunOutcome(False, result.run_id)
+    meta = result.asset_materializations_for_node("trial")[0].metadata
+    return TrialRunOutcome(True, result.run_id, str(meta["outcome"].value),
+                           str(meta["failure_code"].value) if meta["failure_code"].value else None)
+
+
+def _trial_in_worker(ref: Any, database: str, runs_root: str, batch_date: str, config: dict[str, Any],
+                     tags: dict[str, str], key: str) -> TrialRunOutcome:
+    """materialize_trial in a worker process, against the parent's instance (by reference)."""
+    with dg.DagsterInstance.from_ref(ref) as instance:
+        return materialize_trial(instance, EvalStore(database=database, runs_root=runs_root), batch_date, key,
+                                 config, tags)

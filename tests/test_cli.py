@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
+import duckdb
 import pytest
 
 from .conftest import REPO
@@ -61,6 +63,26 @@ def test_eval_variant_alias_runs_a_trial(cli, tmp_path: Path) -> None:  # type: 
     assert "[2/2] v2-02-stateful-ticket-queue--noskill+blank--t2: pass" in done.stderr
     report = Path(done.stdout.split("scorecard: ")[1].strip())
     assert report.exists() and "## Pass rate: 50% (1/2 valid scored trials)" in report.read_text()
+
+
+def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--parallel: worker processes materialize the partitions against the same instance; every trial lands once,
+    in the files, in DuckDB and as its own successful Dagster run."""
+    done = cli("eval", "--task", "v2-01-basic-tool-server", "--task", "v2-02-stateful-ticket-queue", "--trials", "2",
+               "--parallel", "2", "--no-verify", "--skip-judge", "--batch-date", "2026-11-27")
+    assert done.returncode == 0, done.stderr
+    lines = sorted(line for line in done.stderr.splitlines() if line.startswith("["))
+    assert len(lines) == 4 and all(": pass" in line or ": fail" in line for line in lines), done.stderr
+    assert {f"[{i}/4]" for i in range(1, 5)} == {line.split()[0] for line in lines}
+    with duckdb.connect(str(tmp_path / "results" / "evals.duckdb"), read_only=True) as con:
+        rows = con.execute("SELECT task, trial, count(*) FROM trials GROUP BY ALL ORDER BY ALL").fetchall()
+    assert rows == [("v2-01-basic-tool-server", 1, 1), ("v2-01-basic-tool-server", 2, 1),
+                    ("v2-02-stateful-ticket-queue", 1, 1), ("v2-02-stateful-ticket-queue", 2, 1)]
+    with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
+        runs = instance.get_runs()
+    assert len(runs) == 5 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)  # 4 trials + the reports
+    report = Path(done.stdout.split("scorecard: ")[1].strip())
+    assert report.exists()
 
 
 def test_synthesize_refuses_slack_without_webhook(cli) -> None:  # type: ignore[no-untyped-def]
