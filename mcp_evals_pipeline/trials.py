@@ -113,10 +113,15 @@ def _archive_previous(trial_dir: Path) -> int:
     return max([current, *done]) + 1
 
 
-def _infra_grade(code: str, error: str, workspace: Path, scored: bool) -> TrialGrade:
+def _infra_grade(code: str, error: str, workspace: Path, scored: bool, *, permanent: bool = False) -> TrialGrade:
     return TrialGrade(contract_pass=False, checks=[], failure_code=code,
                       sdk_path=detect_sdk_path(workspace) if workspace.is_dir() else "unknown",
-                      scored_for_pass_rate=scored, grader_version=GRADER_VERSION, error=error)
+                      scored_for_pass_rate=scored, grader_version=GRADER_VERSION, error=error, permanent=permanent)
+
+
+# Preparation errors that are the request's, not the host's: a skill, scaffold or starter that is not there, a
+# malformed condition or task. Another attempt would meet them again.
+PERMANENT_PREPARATION_ERRORS = (FileNotFoundError, NotADirectoryError, ValueError)
 
 
 def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root: Path | None = None) -> TrialRecord:
@@ -163,7 +168,8 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     except Exception as exc:
         services.close()
         error = f"sandbox preparation failed: {type(exc).__name__}: {exc}"
-        grade = _infra_grade("infra.sandbox", error, workspace, scored)
+        grade = _infra_grade("infra.sandbox", error, workspace, scored,
+                             permanent=isinstance(exc, PERMANENT_PREPARATION_ERRORS))
     else:
         sandbox_name, isolation = sandbox.backend, sandbox.isolation
         transcript = TranscriptWriter(transcript_path)
@@ -193,7 +199,8 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
             grade = _infra_grade("infra.agent", error or "agent runner crashed", workspace, scored)
         elif result.infra_reason:
             error = result.error
-            grade = _infra_grade(result.infra_reason, result.error or result.infra_reason, workspace, scored)
+            grade = _infra_grade(result.infra_reason, result.error or result.infra_reason, workspace, scored,
+                                 permanent=result.permanent)
         else:
             error = result.error
             grade = grade_workspace_sync(task.contract, workspace)
@@ -213,6 +220,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id, attempt=attempt, sandbox=sandbox_name,
         isolation=isolation,
         valid=grade.valid, invalid_reason=None if grade.valid else grade.failure_code, error=error,
+        retryable=None if grade.valid else not grade.permanent,
         grade=grade.model_copy(update={"server_output": None}), perf=perf,
         transcript_path=f"trials/{spec.key}/transcript.jsonl" if transcript_path.exists() else None,
         memo_path=f"trials/{spec.key}/memo.md", timestamp=timestamp,
@@ -242,7 +250,7 @@ def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id
         task=spec.task_id, condition=spec.condition, trial=spec.trial, prompt_hash=prompt_hash,
         agent_runner=spec.agent, agent_model=spec.model, reasoning_effort=spec.reasoning_effort,
         grader_version=GRADER_VERSION, batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id,
-        attempt=(done[-1] + 1) if done else 1, valid=False, invalid_reason="infra.agent", error=error,
+        attempt=(done[-1] + 1) if done else 1, valid=False, invalid_reason="infra.agent", error=error, retryable=True,
         grade=_infra_grade("infra.agent", error, trial_dir / "workspace", scored), perf=TrialPerf(),
         transcript_path=f"trials/{spec.key}/transcript.jsonl" if transcript.exists() else None,
         memo_path=f"trials/{spec.key}/memo.md",

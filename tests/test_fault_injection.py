@@ -123,7 +123,26 @@ def test_model_server_500s_end_in_infra_model_api_after_bounded_retries(env: tup
     assert "after 3 attempts" in (record.error or "") and "HTTP 500" in (record.error or "")
     (row,) = assert_nothing_lost(db, runs, tmp_path)
     assert (row["valid"], row["invalid_reason"], row["failure_code"]) == (False, "infra.model_api", "infra.model_api")
-    assert retry_verdict(record)[0]
+    assert record.retryable is True and retry_verdict(record)[0]
+
+
+def test_failures_that_would_recur_are_recorded_as_not_retryable(env: tuple[TrialStore, Path],
+                                                                tmp_path: Path, model_key: None) -> None:
+    """Set where the failure arises, kept in trial.json, read by the Dagster retry decision: a refused request,
+    a missing session, and (test_dagster_never_retries_...) a missing skill never buy a retry."""
+    db, runs = env
+    with ScriptedOpenAI(lambda body: failure(401, "invalid api key")) as server:
+        refused = run_trial(spec(agent="openai", options={"base_url": server.base_url, "max_retries": "3"}),
+                            store=db, results_root=runs)
+    assert len(server.requests) == 1  # the agent did not retry it either
+    assert (refused.invalid_reason, refused.retryable) == ("infra.model_api", False)
+    assert retry_verdict(refused) == (False, f"infra.model_api would recur: {refused.error}")
+    missing = run_trial(spec(trial=2, options={"session": str(tmp_path / "no-such-session.jsonl")}), store=db,
+                        results_root=runs)
+    assert (missing.invalid_reason, missing.retryable) == ("infra.agent", False)
+    assert not retry_verdict(missing)[0]
+    on_disk = json.loads((runs / missing.run_id / "trials" / missing.trial_name / "trial.json").read_text())
+    assert on_disk["retryable"] is False
 
 
 HANGING_SERVER = '''
@@ -374,7 +393,8 @@ def test_dagster_never_retries_a_valid_fail_or_a_permanent_infra_failure(tmp_pat
                                  run_config={"ops": {"trial": {"config": {"retry_backoff_s": 0}}}})
         (mat,) = missing.asset_materializations_for_node("trial")
         assert mat.metadata["outcome"].value == "invalid" and mat.metadata["dagster_retries"].value == 0
-        assert mat.metadata["retry"].value.startswith("not retried: infra.sandbox is permanent")
+        assert mat.metadata["retry"].value.startswith(
+            "not retried: infra.sandbox would recur: sandbox preparation failed: FileNotFoundError")
     assert [(r["failure_code"], r["attempt"]) for r in rows(store.store())] == [
         ("contract.calls", 1), ("infra.sandbox", 1)]
 

@@ -191,6 +191,8 @@ def test_contract_this_grader_cannot_check_is_refused_as_infra(tmp_path: Path,
     grade = grade_workspace_sync(contract, write_tree(tmp_path, {"server.py": ""}))
     assert grade.failure_code == "infra.grader" and not grade.valid
     assert "views" in grade.error and "cannot check" in grade.error
+    assert grade.permanent  # another attempt would be refused the same way: never worth a retry
+    assert "permanent" not in grade.model_dump_json()  # carried into the record's `retryable`, not the grade file
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

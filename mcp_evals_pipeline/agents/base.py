@@ -69,6 +69,9 @@ class AgentResult:
     # The agent ran out of its own turn or time budget: a valid trial, graded as it stands.
     budget_exhausted: bool = False
     model: str | None = None  # what actually answered, when the endpoint says
+    # The failure would repeat identically on another attempt (a missing key or session, a request the endpoint
+    # refused as such): the trial is recorded as not retryable, and Dagster does not spend a retry on it.
+    permanent: bool = False
 
 
 class AgentRunner(ABC):

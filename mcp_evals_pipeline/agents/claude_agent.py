@@ -378,7 +378,7 @@ class ClaudeAgent(AgentRunner):
         if key is None:
             error = f"{' or '.join(KEY_ENVS)} is not set"
             transcript.emit("error", text=error)
-            return AgentResult(perf=perf(), infra_reason="infra.agent", error=error, model=model)
+            return AgentResult(perf=perf(), infra_reason="infra.agent", error=error, model=model, permanent=True)
 
         transcript.emit("user", text=request.prompt)
         try:

@@ -280,15 +280,15 @@ class CodexAgent(AgentRunner):
         effort = request.reasoning_effort or AGENT_PINS["codex"].reasoning_effort
         package, version = CLI_PINS["codex"]
 
-        def infra(reason: str, error: str, started: float) -> AgentResult:
+        def infra(reason: str, error: str, started: float, permanent: bool = False) -> AgentResult:
             transcript.emit("error", text=error)
             return AgentResult(perf=TrialPerf(duration_ms=int((time.monotonic() - started) * 1000), turns=0,
                                               tool_calls=0),
-                               infra_reason=reason, error=error, model=model)
+                               infra_reason=reason, error=error, model=model, permanent=permanent)
 
         key = self._key(request.options)
         if not key:
-            return infra("infra.agent", f"{' or '.join(KEY_ENVS)} is not set", time.monotonic())
+            return infra("infra.agent", f"{' or '.join(KEY_ENVS)} is not set", time.monotonic(), permanent=True)
         install_started = time.monotonic()
         try:
             bin_dir = ensure_cli(package, version)

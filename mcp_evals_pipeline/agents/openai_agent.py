@@ -47,7 +47,11 @@ with a short summary and no tool calls; that reply ends the session."""
 
 
 class ModelAPIFailure(Exception):
-    """The endpoint failed and retrying did not help (or could not: e.g. a 401)."""
+    """The endpoint failed and retrying did not help (or could not: e.g. a 401, then `permanent`)."""
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 class ModelBudgetEnd(Exception):
@@ -122,6 +126,7 @@ class OpenAIAgent(AgentRunner):
         served_model: str | None = None
         budget_exhausted = False
         infra_reason: str | None = None
+        permanent = False
         error: str | None = None
 
         key = os.environ.get(KEY_ENV)
@@ -129,7 +134,7 @@ class OpenAIAgent(AgentRunner):
             error = f"{KEY_ENV} is not set"
             transcript.emit("error", text=error)
             return AgentResult(perf=TrialPerf(duration_ms=0, turns=0, tool_calls=0), infra_reason="infra.agent",
-                               error=error, model=model)
+                               error=error, model=model, permanent=True)
 
         transcript.emit("system", text=SYSTEM_PROMPT, extra={"tools": TOOL_SCHEMAS})
         transcript.emit("user", text=request.prompt)
@@ -203,7 +208,7 @@ class OpenAIAgent(AgentRunner):
                         result = executor.execute(f"custom:{tc.custom.name}", None, call_id=tc.id)
                     messages.append({"role": "tool", "tool_call_id": tc.id, "content": result})
         except ModelAPIFailure as exc:
-            infra_reason, error = "infra.model_api", str(exc)
+            infra_reason, error, permanent = "infra.model_api", str(exc), exc.permanent
         except SandboxError as exc:
             infra_reason, error = "infra.sandbox", f"sandbox failed: {exc}"
         except Exception as exc:  # a bug of ours: recorded as the harness's failure, with the perf so far
@@ -227,7 +232,7 @@ class OpenAIAgent(AgentRunner):
         if usage_known:
             # Endpoints report dated snapshots (gpt-4o-mini-2024-07-18) for an alias: fall back to the name asked.
             perf.cost_usd = cost_usd(served_model, tokens_in, tokens_out) or cost_usd(model, tokens_in, tokens_out)
-        return AgentResult(perf=perf, infra_reason=infra_reason, error=error,
+        return AgentResult(perf=perf, infra_reason=infra_reason, error=error, permanent=permanent,
                            budget_exhausted=budget_exhausted and infra_reason is None, model=served_model or model)
 
     def _complete(self, client: openai.OpenAI, params: dict[str, Any], settings: Settings, deadline: float,
@@ -256,7 +261,7 @@ class OpenAIAgent(AgentRunner):
                 failure = exc
             detail = _describe(failure)
             if not _retryable(failure):
-                raise ModelAPIFailure(f"model API failed: {detail} (not retryable)") from failure
+                raise ModelAPIFailure(f"model API failed: {detail} (not retryable)", permanent=True) from failure
             if attempt >= settings.max_retries:
                 raise ModelAPIFailure(f"model API failed after {attempt + 1} attempts: {detail}") from failure
             delay = min(settings.retry_backoff_s * 2**attempt, settings.retry_backoff_max_s)

@@ -144,7 +144,7 @@ class ReplayAgent(AgentRunner):
             actions = load_session(path)
         except SessionError as exc:
             transcript.emit("error", text=str(exc))
-            return AgentResult(perf=perf(), infra_reason="infra.agent", error=str(exc))
+            return AgentResult(perf=perf(), infra_reason="infra.agent", error=str(exc), permanent=True)
 
         transcript.emit("info", text=f"replaying recorded session {path.name}",
                         extra={"session": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:12],

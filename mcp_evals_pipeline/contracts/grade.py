@@ -76,6 +76,9 @@ class TrialGrade(RecordModel):
     stage_ms: dict[str, float] = Field(default_factory=dict)
     server_output: str | None = None
     error: str | None = None  # infra detail (with failure_code "infra.*"), e.g. a grader crash
+    # An infra grade that another attempt would get again (the contract declares what this grader cannot check).
+    # Carried into TrialRecord.retryable; not part of the grade's own file format.
+    permanent: bool = Field(default=False, exclude=True)
 
     @property
     def valid(self) -> bool:

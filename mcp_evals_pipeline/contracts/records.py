@@ -42,6 +42,10 @@ class TrialRecord(RecordModel):
     valid: bool
     invalid_reason: str | None = None
     error: str | None = None
+    # Invalid trials only: whether another attempt could plausibly fare differently (a flaky host, endpoint or
+    # service) or would fail the same way (a missing key, skill or session; a contract the grader cannot check).
+    # None on valid trials and on records that predate the field.
+    retryable: bool | None = None
     grade: TrialGrade
     perf: TrialPerf = Field(default_factory=TrialPerf)
     memo_path: str | None = None

@@ -541,11 +541,12 @@ def unsupported_features(contract: TaskContract) -> list[str]:
     return missing + sorted(contract.declared_features() - FEATURES.keys())
 
 
-def _infra_grade(contract: TaskContract, workspace: Path, error: str) -> TrialGrade:
+def _infra_grade(contract: TaskContract, workspace: Path, error: str, *, permanent: bool = False) -> TrialGrade:
     return TrialGrade(
         contract_pass=False, checks=[], failure_code="infra.grader",
         sdk_path=detect_sdk_path(workspace) if workspace.is_dir() else "unknown",
         scored_for_pass_rate=contract.scored_for_pass_rate, grader_version=GRADER_VERSION, error=error,
+        permanent=permanent,
     )
 
 
@@ -556,7 +557,7 @@ async def grade_workspace(contract: TaskContract, workspace: Path) -> TrialGrade
         return _infra_grade(contract, workspace, f"workspace {workspace} is not a directory")
     if unsupported := unsupported_features(contract):
         return _infra_grade(contract, workspace, f"the task declares {', '.join(unsupported)}, "
-                                                 f"which grader {GRADER_VERSION} cannot check")
+                                                 f"which grader {GRADER_VERSION} cannot check", permanent=True)
     try:
         grading = Grading(contract, workspace, runtime_for(contract.effective_runtime))
     except Exception as exc:

@@ -5,7 +5,8 @@ Retries (DESIGN "Validity"): an attempt that ends invalid for a reason the harne
 for a retry with capped exponential backoff. The invalid row is already on disk and in DuckDB when the retry is
 requested, so nothing is lost: the retry archives it under `previous/attempt-<n>/` and its own attempt becomes
 current. A valid pass or fail never retries, and neither does an invalid attempt whose cause a retry cannot
-change (`PERMANENT_MARKERS`: a configuration or request error that would fail the same way every time). After the
+change (`TrialRecord.retryable` false: set where the failure arises, e.g. a missing key or session, a refused
+request, a missing skill, a contract the grader cannot check). After the
 last retry the asset materializes the invalid attempt like any other (outcome `invalid`, retries_exhausted).
 A record that was written to disk but could not be indexed (the database stayed locked) is retried the same way:
 the next attempt indexes every attempt of its slot from the files, the lost one included.
@@ -25,19 +26,6 @@ RETRYABLE_REASONS = frozenset({
     "infra.sandbox", "infra.agent", "infra.model_api", "infra.grader", "infra.install", "infra.upstream",
     "infra.oauth",
 })
-# Errors (substrings of the record's error) that fail identically on every attempt: retrying only burns budget.
-PERMANENT_MARKERS: tuple[tuple[str, str], ...] = (
-    ("(not retryable)", "the model API refused the request itself (e.g. 400/401/403/404)"),
-    ("is not set", "a credential or setting is missing"),
-    ("cannot check", "the task declares what this grader version cannot grade"),
-    ("sandbox preparation failed: FileNotFoundError", "a skill, scaffold or starter the condition names is missing"),
-    ("has no recorded sessions", "the replay session does not exist"),
-    ("not found (neither a file", "the replay session does not exist"),
-    ("cannot read session", "the replay session cannot be read"),
-    ("sandbox preparation failed: ValueError", "the condition or task is malformed"),
-)
-
-
 class TrialConfig(dg.Config):
     agent: str = Field(default="replay", description="replay | openai | codex | claude")
     model: str | None = Field(default=None, description="Override the agent's pinned model")
@@ -63,16 +51,16 @@ class TrialConfig(dg.Config):
 
 
 def retry_verdict(record: TrialRecord) -> tuple[bool, str]:
-    """(retry?, why) for one recorded attempt."""
+    """(retry?, why) for one recorded attempt: only an invalid attempt whose reason a retry can fix, and which the
+    trial itself did not mark as one that would fail the same way again (TrialRecord.retryable)."""
     if record.valid:
         return False, "valid"
     reason = record.invalid_reason or ""
     if reason not in RETRYABLE_REASONS:
         return False, f"{reason or 'invalid'} is not a retryable reason"
-    error = record.error or record.grade.error or ""
-    for marker, why in PERMANENT_MARKERS:
-        if marker in error:
-            return False, f"{reason} is permanent: {why}"
+    if record.retryable is False:
+        first_line = (record.error or record.grade.error or "").strip().splitlines()[:1]
+        return False, f"{reason} would recur: {first_line[0] if first_line else 'permanent'}"
     return True, f"{reason} is retryable"
 
 
