@@ -114,7 +114,8 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
             for index, future in enumerate(as_completed(futures), 1):
                 try:
                     outcome = future.result()
-                except Exception as exc:  # the worker process died: its trial's own record says what it got to
+                except Exception as exc:  # a worker died (then every trial still queued fails too): reported as a
+                    # failed run; what the died attempt left is recorded as infra.agent when its partition reruns
                     outcome = TrialRunOutcome(False, "-", error=f" (worker: {type(exc).__name__}: {exc})")
                 say(index, futures[future], outcome)
     else:

@@ -4,10 +4,9 @@
 of the results branch through `<dir>/*/run.json`), regrouped for a week (`sql_models.scoped_select`): pass rates,
 pass^k, performance, breakdowns and suspect tasks come from the very SQL behind the scorecards, so the two cannot
 disagree on a definition. Code lists the failing trials with their memos. Those tables are written into the report
-verbatim by code. The model then gets
-them as context plus the failing trials' memos and writes three sections (recurring struggles, quoted evidence,
-proposed issues for human review) that the report labels as model-written; its quotes are verified against the
-memos and transcripts exactly like the judge's.
+verbatim by code. The model then gets them as context plus the failing trials' memos and writes three sections
+(recurring struggles, quoted evidence, proposed issues for human review) that the report labels as model-written;
+its quotes are verified against the memos and transcripts exactly like the judge's.
 """
 
 from __future__ import annotations
@@ -96,7 +95,7 @@ class PassK:
     reportable: bool
     cells: int
     k: int | None = None
-    all_pass_cells: int | None = None  # cells whose k valid scored trials all passed
+    all_pass_cells: int | None = None  # cells whose every valid scored trial passed
     value: float | None = None  # the seed's pass^k: all_pass_cells / cells
     estimate: float | None = None  # unbiased: mean over cells of C(c,k)/C(n,k)
     why_not: str | None = None

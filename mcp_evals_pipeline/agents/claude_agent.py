@@ -392,9 +392,12 @@ class ClaudeAgent(AgentRunner):
         # Beside the codex runner's: the sandbox's private directory for the CLI runners (not the workspace).
         from mcp_evals_pipeline.agents.cli_tools import keyed_endpoint, private_run_dir
 
-        name, secret = key
-        credentials = {} if not secret else \
-            {"Authorization": f"Bearer {secret}"} if name == "ANTHROPIC_AUTH_TOKEN" else {"x-api-key": secret}
+        name, secret = key  # what the proxy adds, in the header the variable's kind of credential goes in
+        credentials: dict[str, str] = {}
+        if secret and name == "ANTHROPIC_AUTH_TOKEN":
+            credentials["Authorization"] = f"Bearer {secret}"
+        elif secret:
+            credentials["x-api-key"] = secret
         try:
             with keyed_endpoint(request.sandbox, base_url or DEFAULT_ENDPOINT, credentials) as reachable, \
                     private_run_dir(request.sandbox, "claude-") as private:

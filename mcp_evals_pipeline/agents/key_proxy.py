@@ -39,7 +39,8 @@ class KeyProxy:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"key proxy: upstream must be an http(s) URL, got {upstream!r}")
         self.upstream = upstream
-        self.requests = 0  # forwarded requests, for the transcript
+        self.requests = 0  # how many requests were forwarded
+        count_lock = threading.Lock()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,7 +50,8 @@ class KeyProxy:
                 pass
 
             def _forward(self) -> None:
-                proxy.requests += 1
+                with count_lock:
+                    proxy.requests += 1
                 body = self._body()
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in CREDENTIAL_HEADERS and k.lower() not in HOP_BY_HOP}
