@@ -136,6 +136,7 @@ class Grading:
         self.entry: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.url: str | None = None
+        self.box = "none"  # how the server was isolated (sandbox/server_box.py)
         self.client: Client | None = None
         self.stack = AsyncExitStack()
         self.tool_names: dict[str, str] = {}
@@ -357,7 +358,12 @@ class Grading:
         port = procs.free_port()
         cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
                else self.runtime.default_start_command(self.installation, self.entry))
-        cmd = [*procs.pid_namespace_prefix(), *cmd]
+        from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+        box, self.box = server_box.prefix(
+            readable=server_box.runtime_roots(self.installation.interpreter, self.installation.path_prefix),
+            writable=[self._run_dir(), self.scratch], cwd=self._run_dir())
+        cmd = [*box, *cmd]
         try:
             self.proc = procs.spawn(cmd, cwd=self._run_dir(), env={**self._env(port), **extra_env},
                                     log_path=self.scratch / "server.log")
@@ -375,7 +381,7 @@ class Grading:
             for host, url_host in (("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")):
                 if procs.can_connect(host, port):
                     self.url = f"http://{url_host}:{port}/mcp"
-                    return f"entry {rel}, port {port} (PORT env respected)"
+                    return f"entry {rel}, port {port} (PORT env respected); server boxed in {self.box}"
             now = time.monotonic()
             elsewhere = procs.listening_ports(self.proc.pid) - {port}
             if elsewhere:

@@ -1,0 +1,103 @@
+"""The box the graded server runs in.
+
+The server under test is code an untrusted agent wrote, and grading runs it on the host: so it runs in a bubblewrap
+box of its own when the host allows (detected, as for the hardened sandbox). It sees the system directories, its
+runtime (interpreter, environment, toolchain) and the project cache read-only, its run directory and the grader's
+scratch read-write, and nothing else of the host's filesystem: not the checkout with its `.env`, not HOME, not the
+shared environments' files for writing (they are hardlinked into other gradings). It gets its own pid, ipc and uts
+namespaces and no capabilities. The network stays the host's: the grader, the upstream fakes and the OAuth IdP
+reach it and it reaches them on the host's loopback.
+
+Without bubblewrap the server still gets its own pid namespace (procs.pid_namespace_prefix). MCP_EVALS_SERVER_BOX=0
+turns the box off (e.g. to debug a server by hand).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from mcp_evals_pipeline import procs
+from mcp_evals_pipeline.paths import cache_dir
+from mcp_evals_pipeline.sandbox.hardened import SYSTEM_DIRS, _mount_args, detect
+
+SWITCH_ENV = "MCP_EVALS_SERVER_BOX"
+BOX_DESCRIPTION = "bwrap: ro system dirs, runtime and cache; rw run dir and scratch; pid/ipc/uts ns; caps dropped"
+
+
+@functools.cache
+def _bwrap() -> str | None:
+    """bwrap, when it works here with a pid namespace (probed once by running a box)."""
+    support = detect()
+    if support.bwrap is None or not support.pidns:
+        return None
+    try:
+        done = subprocess.run([support.bwrap, *_mount_args(), "--unshare-pid", "--cap-drop", "ALL", "true"],
+                              capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return support.bwrap if done.returncode == 0 else None
+
+
+def available() -> bool:
+    return os.environ.get(SWITCH_ENV, "1") != "0" and _bwrap() is not None
+
+
+def runtime_roots(interpreter: Path, path_prefix: Iterable[Path]) -> list[Path]:
+    """What a server's runtime needs to read: the interpreter's installation (a venv's python links to a base
+    interpreter elsewhere, e.g. under ~/.pyenv), the PATH entries the runtime puts first, and the project cache
+    (environments, toolchains)."""
+    roots = [cache_dir().resolve()]
+    for path in (interpreter, *path_prefix):
+        resolved = path.resolve()
+        roots.append(resolved.parent.parent if resolved.is_file() else resolved)
+    roots.append(Path(sys.base_prefix).resolve())
+    return roots
+
+
+def _binds(flag: str, paths: Iterable[Path], made: set[str]) -> list[str]:
+    """`flag` mounts of the paths (at the same place), after creating their missing ancestors traversable (bwrap
+    would make them 0700); ancestors under a system dir exist already."""
+    args: list[str] = []
+    for path in paths:
+        if not path.exists():
+            continue
+        up = [p for p in reversed(path.parents) if p != Path("/")]
+        if up and up[0].name not in SYSTEM_DIRS:
+            for ancestor in up:
+                if str(ancestor) not in made:
+                    made.add(str(ancestor))
+                    args += ["--perms", "0755", "--dir", str(ancestor)]
+        args += [flag, str(path), str(path)]
+    return args
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """Without paths nested in another of the list (mounting both would hide nothing but cost a mount)."""
+    unique = sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in unique:
+        if not any(path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path) -> tuple[list[str], str]:
+    """(command prefix, description) to start the graded server with. Writable paths are mounted after the readable
+    ones, so a run directory inside the (read-only) cache stays writable."""
+    if not available():
+        return list(procs.pid_namespace_prefix()), "pid namespace" if procs.pid_namespace_prefix() else "none"
+    made: set[str] = set()
+    readable_roots = [p for p in _outermost(readable) if p.parts[1:2] and p.parts[1] not in SYSTEM_DIRS]
+    args = [
+        _bwrap() or "bwrap", *_mount_args(),
+        *_binds("--ro-bind", readable_roots, made),
+        *_binds("--bind", _outermost(writable), made),
+        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
+        "--cap-drop", "ALL", "--chdir", str(cwd), "--",
+    ]
+    return args, BOX_DESCRIPTION

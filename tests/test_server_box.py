@@ -1,0 +1,77 @@
+"""The graded server runs in a box of its own (sandbox/server_box.py): a real server, graded by the real grader,
+reports what it can see and touch through a tool, and the grader's own expectations check the answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcp_evals_pipeline.contracts.task import TaskContract
+from mcp_evals_pipeline.grader import grade_workspace_sync
+from mcp_evals_pipeline.sandbox import server_box
+
+from .conftest import REPO, write_tree
+
+pytestmark = pytest.mark.skipif(not server_box.available(),
+                                reason="bubblewrap with a pid namespace is not available on this host")
+
+PROBING_SERVER = '''
+import json, os, sys
+from pathlib import Path
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("prober")
+
+
+def writable(path):
+    try:
+        Path(path).write_text("poisoned")
+        Path(path).unlink()
+        return True
+    except OSError:
+        return False
+
+
+@mcp.tool()
+def probe() -> str:
+    paths = json.loads(Path("paths.json").read_text())
+    return json.dumps({
+        "checkout_visible": os.path.exists(paths["checkout_file"]),
+        "shared_env_writable": writable(Path(sys.prefix) / "poisoned.txt"),
+        "cwd_writable": writable("state.txt"),
+        "tmp_writable": writable(Path(os.environ["TMPDIR"]) / "scratch.txt"),
+        "sees_host_processes": os.path.exists(f"/proc/{paths['grader_pid']}"),
+    }, sort_keys=True)
+
+
+mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), streamable_http_path="/mcp")
+'''
+
+
+def test_the_graded_server_sees_only_its_box(tmp_path: Path) -> None:
+    import os
+
+    workspace = write_tree(tmp_path / "ws", {
+        "requirements.txt": "mcp>=2.3,<3\n", "server.py": PROBING_SERVER,
+        "paths.json": json.dumps({"checkout_file": str(REPO / "pyproject.toml"), "grader_pid": os.getpid()}),
+    })
+    expected = {"checkout_visible": False, "cwd_writable": True, "sees_host_processes": False,
+                "shared_env_writable": False, "tmp_writable": True}
+    contract = TaskContract.model_validate({
+        "title": "box probe", "runtime": "python", "entryCandidates": ["server.py"],
+        "expectedTools": [{"name": "probe"}],
+        "calls": [{"tool": "probe", "args": {}, "expect": {"type": "contains", "value": json.dumps(expected,
+                                                                                              sort_keys=True)}}],
+    })
+    grade = grade_workspace_sync(contract, workspace)
+    assert grade.contract_pass, grade.first_failure
+    start = next(c for c in grade.checks if c.id == "start")
+    assert server_box.BOX_DESCRIPTION in (start.detail or "")
+
+
+def test_the_box_can_be_switched_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(server_box.SWITCH_ENV, "0")
+    args, description = server_box.prefix(readable=[], writable=[tmp_path], cwd=tmp_path)
+    assert "bwrap" not in " ".join(args) and description in ("pid namespace", "none")
