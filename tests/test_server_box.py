@@ -4,6 +4,8 @@ reports what it can see and touch through a tool, and the grader's own expectati
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,27 @@ def test_the_box_can_be_switched_off(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     monkeypatch.setenv(server_box.SWITCH_ENV, "0")
     args, description = server_box.prefix(readable=[], writable=[tmp_path], cwd=tmp_path)
     assert "bwrap" not in " ".join(args) and description in ("pid namespace", "none")
+
+
+def test_nested_mounts_keep_their_own_mode(tmp_path: Path) -> None:
+    """A read-only node_modules (hardlinked from a shared set) inside the writable run directory stays read-only;
+    a writable scratch inside the read-only cache stays writable. Checked in a real box."""
+    import subprocess
+
+    from mcp_evals_pipeline.paths import cache_dir
+
+    run_dir = tmp_path / "run"
+    (run_dir / "node_modules" / "pkg").mkdir(parents=True)
+    cache_dir().joinpath("scratch").mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=cache_dir() / "scratch"))
+    try:
+        args, _ = server_box.prefix(readable=[cache_dir(), run_dir / "node_modules"], writable=[run_dir, scratch],
+                                    cwd=run_dir)
+        script = ("for p in ./state node_modules/pkg/poison {scratch}/tmp {cache}/poison; do "
+                  "if touch $p 2>/dev/null; then echo $p=rw; else echo $p=ro; fi; done")
+        done = subprocess.run([*args, "sh", "-c", script.format(scratch=scratch, cache=cache_dir())],
+                              capture_output=True, text=True, timeout=30, check=False)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert done.stdout.split() == ["./state=rw", "node_modules/pkg/poison=ro", f"{scratch}/tmp=rw",
+                                   f"{cache_dir()}/poison=ro"], done.stderr

@@ -54,16 +54,20 @@ def runtime_roots(interpreter: Path, path_prefix: Iterable[Path]) -> list[Path]:
     roots = [cache_dir().resolve()]
     for path in (interpreter, *path_prefix):
         resolved = path.resolve()
-        roots.append(resolved.parent.parent if resolved.is_file() else resolved)
+        if resolved.is_file():  # <prefix>/bin/<interpreter>
+            roots.append(resolved.parent.parent)
+        else:  # node_modules/.bin: the whole node_modules, hardlinked from a shared set, stays read-only
+            roots.append(resolved.parent if resolved.name == ".bin" else resolved)
     roots.append(Path(sys.base_prefix).resolve())
     return roots
 
 
-def _binds(flag: str, paths: Iterable[Path], made: set[str]) -> list[str]:
-    """`flag` mounts of the paths (at the same place), after creating their missing ancestors traversable (bwrap
-    would make them 0700); ancestors under a system dir exist already."""
+def _binds(mounts: list[tuple[str, Path]], made: set[str]) -> list[str]:
+    """The mounts (flag, path; each at its own place), shallowest first so a deeper one lands on top (a writable
+    run directory inside the read-only cache, a read-only node_modules inside the writable run directory), after
+    creating missing ancestors traversable (bwrap would make them 0700); ancestors under a system dir exist."""
     args: list[str] = []
-    for path in paths:
+    for flag, path in sorted(mounts, key=lambda m: len(m[1].parts)):
         if not path.exists():
             continue
         up = [p for p in reversed(path.parents) if p != Path("/")]
@@ -87,16 +91,19 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
 
 
 def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path) -> tuple[list[str], str]:
-    """(command prefix, description) to start the graded server with. Writable paths are mounted after the readable
-    ones, so a run directory inside the (read-only) cache stays writable."""
+    """(command prefix, description) to start the graded server with. Nesting decides the order of the mounts
+    (see _binds): a writable run directory inside the read-only cache stays writable, a read-only node_modules
+    inside the writable run directory stays read-only."""
     if not available():
         return list(procs.pid_namespace_prefix()), "pid namespace" if procs.pid_namespace_prefix() else "none"
-    made: set[str] = set()
-    readable_roots = [p for p in _outermost(readable) if p.parts[1:2] and p.parts[1] not in SYSTEM_DIRS]
+    writable = _outermost(writable)
+    readable = [p.resolve() for p in readable]
+    inside_writable = [p for p in readable if any(p.is_relative_to(w) for w in writable)]
+    elsewhere = [p for p in _outermost(p for p in readable if p not in inside_writable)
+                 if p.parts[1:2] and p.parts[1] not in SYSTEM_DIRS]  # system dirs are mounted already
+    mounts = [("--ro-bind", p) for p in elsewhere + inside_writable] + [("--bind", p) for p in writable]
     args = [
-        _bwrap() or "bwrap", *_mount_args(),
-        *_binds("--ro-bind", readable_roots, made),
-        *_binds("--bind", _outermost(writable), made),
+        _bwrap() or "bwrap", *_mount_args(), *_binds(mounts, set()),
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
         "--cap-drop", "ALL", "--chdir", str(cwd), "--",
     ]
