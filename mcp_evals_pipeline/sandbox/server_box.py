@@ -56,8 +56,10 @@ def runtime_roots(interpreter: Path, path_prefix: Iterable[Path]) -> list[Path]:
         resolved = path.resolve()
         if resolved.is_file():  # <prefix>/bin/<interpreter>
             roots.append(resolved.parent.parent)
-        else:  # node_modules/.bin: the whole node_modules, hardlinked from a shared set, stays read-only
-            roots.append(resolved.parent if resolved.name == ".bin" else resolved)
+        elif resolved.name in ("bin", ".bin"):  # an environment's bin (its lib beside it); node_modules/.bin: the
+            roots.append(resolved.parent)  # whole node_modules, hardlinked from a shared set, stays read-only
+        else:
+            roots.append(resolved)
     roots.append(Path(sys.base_prefix).resolve())
     return roots
 
