@@ -98,12 +98,14 @@ def _split_host(authority: str, default_port: int) -> tuple[str, int]:
     return authority, default_port
 
 
-class EgressProxy:
-    """A tiny allow-listing HTTP proxy on a unix socket; one thread per connection; `log` records decisions."""
+class _UnixSocketServer:
+    """A unix socket (bound into the box) served one thread per connection; `log` records what happened;
+    close() stops accepting, cuts every open connection and removes the socket."""
 
-    def __init__(self, socket_path: Path, allowed: tuple[str, ...] | None = None):
+    thread_name = "sandbox-socket"
+
+    def __init__(self, socket_path: Path):
         self.socket_path = socket_path
-        self.allowed = allowed if allowed is not None else allow_list()
         self.log: list[str] = []
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(socket_path))
@@ -111,8 +113,7 @@ class EgressProxy:
         self._server.listen(64)
         self._closed = False
         self._conns: set[socket.socket] = set()
-        self._thread = threading.Thread(target=self._accept, daemon=True, name="sandbox-egress")
-        self._thread.start()
+        threading.Thread(target=self._accept, daemon=True, name=self.thread_name).start()
 
     def _accept(self) -> None:
         while not self._closed:
@@ -122,6 +123,29 @@ class EgressProxy:
                 return
             self._conns.add(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._server.close()
+        for conn in list(self._conns):
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            self.socket_path.unlink()
+
+
+class EgressProxy(_UnixSocketServer):
+    """A tiny allow-listing HTTP proxy on a unix socket; one thread per connection; `log` records decisions."""
+
+    thread_name = "sandbox-egress"
+
+    def __init__(self, socket_path: Path, allowed: tuple[str, ...] | None = None):
+        self.allowed = allowed if allowed is not None else allow_list()  # set before the first connection
+        super().__init__(socket_path)
 
     def _serve(self, client: socket.socket) -> None:
         upstream: socket.socket | None = None
@@ -182,42 +206,17 @@ class EgressProxy:
         if entry and entry not in self.allowed:
             self.allowed = (*self.allowed, entry)
 
-    def close(self) -> None:
-        self._closed = True
-        with contextlib.suppress(OSError):
-            self._server.close()
-        for conn in list(self._conns):
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self.socket_path.unlink()
 
-
-class PortRelay:
+class PortRelay(_UnixSocketServer):
     """A unix socket (bound into the box) relaying every connection to one fixed TCP address on the host: with
     FORWARDER listening on the same port inside the box, a host-loopback endpoint (a local model server or proxy)
     is reachable at the same URL from inside the box, and nothing else is."""
 
-    def __init__(self, socket_path: Path, target: tuple[str, int]):
-        self.socket_path = socket_path
-        self.target = target
-        self.log: list[str] = []
-        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._server.bind(str(socket_path))
-        os.chmod(socket_path, 0o666)
-        self._server.listen(64)
-        self._closed = False
-        self._conns: set[socket.socket] = set()
-        threading.Thread(target=self._accept, daemon=True, name="sandbox-relay").start()
+    thread_name = "sandbox-relay"
 
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                conn, _ = self._server.accept()
-            except OSError:
-                return
-            self._conns.add(conn)
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def __init__(self, socket_path: Path, target: tuple[str, int]):
+        self.target = target
+        super().__init__(socket_path)
 
     def _serve(self, client: socket.socket) -> None:
         upstream: socket.socket | None = None
@@ -235,13 +234,3 @@ class PortRelay:
                 if s is not None:
                     with contextlib.suppress(OSError):
                         s.close()
-
-    def close(self) -> None:
-        self._closed = True
-        with contextlib.suppress(OSError):
-            self._server.close()
-        for conn in list(self._conns):
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self.socket_path.unlink()

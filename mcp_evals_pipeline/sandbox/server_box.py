@@ -97,7 +97,8 @@ def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path) -> 
     (see _binds): a writable run directory inside the read-only cache stays writable, a read-only node_modules
     inside the writable run directory stays read-only."""
     if not available():
-        return list(procs.pid_namespace_prefix()), "pid namespace" if procs.pid_namespace_prefix() else "none"
+        fallback = list(procs.pid_namespace_prefix())
+        return fallback, "pid namespace" if fallback else "none"
     writable = _outermost(writable)
     readable = [p.resolve() for p in readable]
     inside_writable = [p for p in readable if any(p.is_relative_to(w) for w in writable)]
