@@ -475,8 +475,21 @@ def test_real_legacy_runs(tmp_path: Path, legacy_runs: Path) -> None:
         suspects = con.execute("SELECT task, top_failing_check, failed, top_share FROM suspect_markers "
                                "WHERE suspect ORDER BY task").fetchall()
         clean = con.execute("SELECT count(*) FROM suspect_markers WHERE failed = 0 AND NOT suspect").fetchall()
+        # The model's own rates, not arithmetic on the totals: weighted by their denominators, the per-run
+        # pass_rate rows add back up to the 504 passes (70.6% of 714); a run with no valid scored trial has none.
+        weighted = con.execute(
+            "SELECT sum(pass_rate * valid_scored), sum(pass_rate * valid_scored) / sum(valid_scored), "
+            "count(*) FILTER (WHERE pass_rate IS NULL), count(*) FILTER (WHERE valid_scored = 0) "
+            "FROM pass_rate WHERE condition = '*'").fetchone()
+        # One batch worked out by hand from the earlier harness's INDEX.tsv (its `passed` and `valid` columns for
+        # the nine runs of 2026-08-28: 3+3+3+3+3+3+1+0+0 of 27) and the Wilson formula at z = 1.96.
+        batch = con.execute("SELECT passed, valid_scored, invalid, round(pass_rate, 4), round(wilson_low, 4), "
+                            "round(wilson_high, 4) FROM trends WHERE batch_id = '33197312649-1' AND condition = '*'"
+                            ).fetchall()
     assert totals == [(504, 714, 61, 775)]
-    assert round(504 / 714, 3) == 0.706
+    assert weighted is not None
+    assert weighted[0] == pytest.approx(504) and round(weighted[1], 3) == 0.706 and weighted[2] == weighted[3] == 6
+    assert batch == [(19, 27, 0, 0.7037, 0.5152, 0.8415)]
     # v2-10 stops at `entry` and v2-11 at `call:read_record:1` in (nearly) every failure of their last 10 batches.
     # v2-09 (23% overall) is flagged too: every one of its failures stops at input-required:request_deploy:2 with
     # the same detail, which is exactly the pattern the marker exists to surface.
