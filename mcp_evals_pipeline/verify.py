@@ -15,10 +15,23 @@ from pathlib import Path
 
 import anyio
 
-from mcp_evals_pipeline.contracts.grade import TrialGrade
+from mcp_evals_pipeline.contracts.grade import STAGES, TrialGrade
 from mcp_evals_pipeline.grader import grade_workspace
 from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.tasks.catalog import NEGATIVE_DECLARATION, Solution, Task
+
+# What a negative may declare: the code of a stage of the ladder. An `infra.*` code says the grader could not judge,
+# which a known-bad solution must never be counted on; any other code (a typo) is one the grader never gives.
+CONTRACT_CODES = frozenset(f"contract.{stage}" for stage in STAGES)
+
+
+def declaration_error(solution: Solution) -> str | None:
+    """Why a solution's declared failureCode cannot be verified, or None when it can."""
+    code = solution.expected_failure_code
+    if code is None or code in CONTRACT_CODES:
+        return None
+    return (f"{solution.kind}:{solution.name} declares failureCode {code!r}, which is not a code of the grader's "
+            f"ladder: a negative must declare contract.<stage>, stage one of {', '.join(STAGES)}")
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,13 @@ class VerifyResult:
     seconds: float
 
     @property
+    def declaration_error(self) -> str | None:
+        return declaration_error(self.solution)
+
+    @property
     def ok(self) -> bool:
+        if self.declaration_error is not None:
+            return False  # refused whatever the grade says: an infra grade must never count as a negative's fail
         if self.solution.expected_failure_code is None:
             return self.grade.contract_pass
         return self.grade.failure_code == self.solution.expected_failure_code
@@ -44,7 +63,10 @@ class VerifyResult:
 
     @property
     def why(self) -> str | None:
-        """The first failing check (or the infra error): what a reader needs to see when `ok` is False."""
+        """The refused declaration, the infra error or the first failing check: what a reader needs to see when
+        `ok` is False."""
+        if self.declaration_error is not None:
+            return self.declaration_error
         if self.grade.error:
             return self.grade.error.splitlines()[0]
         first = self.grade.first_failure

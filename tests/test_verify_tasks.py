@@ -1,4 +1,5 @@
-"""verify-tasks over the real suite, and proof that it catches a broken golden and a "fixed" negative."""
+"""verify-tasks over the real suite, and proof that it catches a broken golden, a "fixed" negative, a negative
+failing at another stage, and refuses a negative declaring a code the ladder never gives (infra.*, a typo)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from mcp_evals_pipeline.contracts.grade import TrialGrade
+from mcp_evals_pipeline.tasks.catalog import Solution
+from mcp_evals_pipeline.verify import VerifyResult
 
 from .conftest import REPO, TASKS
 
@@ -35,6 +42,16 @@ def _copy_task(tmp_path: Path, task_id: str) -> Path:
     root = tmp_path / "tasks"
     shutil.copytree(TASKS / task_id, root / task_id)
     return root
+
+
+def _only(root: Path, task_id: str, *keep: str) -> Path:
+    """The copied task with only the solutions named (golden, negatives/<name>...): fewer servers to grade."""
+    task = root / task_id
+    shutil.rmtree(task / "alternates", ignore_errors=True)
+    for negative in (task / "negatives").iterdir():
+        if f"negatives/{negative.name}" not in keep:
+            shutil.rmtree(negative)
+    return task
 
 
 def test_a_broken_golden_fails_verification(tmp_path: Path) -> None:
@@ -76,3 +93,71 @@ def test_a_malformed_task_is_reported_and_fails_verification(tmp_path: Path) -> 
     assert done.returncode == 1
     assert f"{broken / 'task.json'}: field 'expectedTools[0].requiredProps'" in done.stderr
     assert "7/7 solutions graded as declared" in done.stdout  # the healthy task was still verified
+
+
+def test_json_ok_is_false_when_a_solution_fails(tmp_path: Path) -> None:
+    root = _copy_task(tmp_path, "v2-01-basic-tool-server")
+    task = _only(root, "v2-01-basic-tool-server", "negatives/wrong-sum")
+    server = task / "golden" / "server.py"
+    server.write_text(server.read_text().replace("return a + b", "return a + b + 1"))
+    done = _verify("--json", "--task", "v2-01-basic-tool-server", tasks_dir=root)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1, done.stderr
+    assert report["ok"] is False and report["taskErrors"] == []
+    assert [(r["solution"], r["expected"], r["got"], r["ok"]) for r in report["results"]] == [
+        ("golden", "pass", "contract.calls", False), ("wrong-sum", "contract.calls", "contract.calls", True)]
+    assert report["results"][0]["why"].startswith("call:add:")  # the first failing check, for the reader
+    assert "1/2 solutions graded as declared" in done.stderr
+
+
+def test_a_negative_declaring_an_infra_code_is_refused_at_load(tmp_path: Path) -> None:
+    root = _copy_task(tmp_path, "v2-01-basic-tool-server")
+    declaration = root / "v2-01-basic-tool-server" / "negatives" / "wrong-sum" / "negative.json"
+    declaration.write_text(json.dumps({"failureCode": "infra.grader", "why": "the grader cannot run it"}))
+    done = _verify("--json", "--task", "v2-01-basic-tool-server", tasks_dir=root)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert report["ok"] is False and report["results"] == []  # nothing of the task is counted
+    assert report["taskErrors"] == [f"{declaration}: field 'failureCode': must be a contract.<stage> code"]
+
+
+def test_a_negative_declaring_a_code_the_grader_never_gives_is_refused(tmp_path: Path) -> None:
+    root = _copy_task(tmp_path, "v2-01-basic-tool-server")
+    task = _only(root, "v2-01-basic-tool-server", "negatives/wrong-sum")
+    declaration = task / "negatives" / "wrong-sum" / "negative.json"
+    declaration.write_text(json.dumps({"failureCode": "contract.cals", "why": "a typo"}))
+    done = _verify("--json", "--task", "v2-01-basic-tool-server", tasks_dir=root)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["ok"] is False
+    [golden, negative] = report["results"]
+    assert golden["ok"] is True
+    assert (negative["expected"], negative["got"], negative["ok"]) == ("contract.cals", "contract.calls", False)
+    assert negative["why"].startswith("negative:wrong-sum declares failureCode 'contract.cals', which is not a code")
+    assert "negative:wrong-sum declares failureCode 'contract.cals'" in done.stderr
+
+
+def _grade(code: str | None) -> TrialGrade:
+    return TrialGrade(contract_pass=code is None, checks=[], failure_code=code,
+                      error="grader crashed" if code and code.startswith("infra.") else None)
+
+
+REFUSED = ("infra.grader", "infra.sandbox", "contract.cals", "calls")
+
+
+@pytest.mark.parametrize(("declared", "got", "ok"), [
+    (None, None, True), (None, "contract.calls", False), (None, "infra.grader", False),
+    ("contract.calls", "contract.calls", True), ("contract.calls", "contract.tools", False),
+    ("contract.calls", None, False), ("contract.calls", "infra.grader", False),
+    # Declarations verify-tasks refuses whatever the grade: an infra code (the grader could not judge: never a
+    # negative's fail, even when a crashing grader agrees) and codes no stage of the ladder gives.
+    *((code, code, False) for code in REFUSED),
+])
+def test_what_counts_as_graded_as_declared(tmp_path: Path, declared: str | None, got: str | None, ok: bool) -> None:
+    kind = "golden" if declared is None else "negative"
+    result = VerifyResult("t", Solution(kind, "s", tmp_path, declared), _grade(got), 0.1)
+    assert result.ok is ok
+    if declared in REFUSED:
+        assert result.why == result.declaration_error
+        assert f"negative:s declares failureCode {declared!r}, which is not a code" in (result.why or "")
+    else:
+        assert result.declaration_error is None
