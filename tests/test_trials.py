@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcp_evals_pipeline.agents.base import MissingCredentials
+from mcp_evals_pipeline.contracts.transcript import read_transcript
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trials import TrialSpec, parse_trial_key, read_trial_records, run_trial, trial_key
 
@@ -106,25 +107,59 @@ def test_skill_condition_copies_the_skill_and_points_the_prompt_to_it(env: tuple
     assert ".agents/skills/mcp-python-server/" in transcript  # the prompt the agent got names the skill
 
 
+SECRET = "acme-secret-value"
+# The graded server dumps its environment and what its working directory holds to stderr (server.log) at start.
+ENV_DUMP = ('if __name__ == "__main__":\n    import sys\n'
+            '    print("SERVER-ENV " + json.dumps({"env": dict(os.environ), "files": sorted(os.listdir("."))}),'
+            ' file=sys.stderr, flush=True)\n')
+
+
 def test_agent_env_keys_reach_only_the_agent_phase(env: tuple[TrialStore, Path], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The values of a task's agentEnvKeys reach the agent phase (the files it is told to source) and nothing after
+    it: not the graded server's environment nor its working directory, not server.log, not the workspace snapshot,
+    not the record. The transcript is the session's verbatim record: what the agent's own commands print is kept
+    as printed (here it echoes the value), but the harness never writes a value there itself (the prompt names the
+    variables only)."""
     store, runs = env
     tasks = tmp_path / "tasks"
     shutil.copytree(TASKS / TASK, tasks / TASK)
     contract = json.loads((tasks / TASK / "task.json").read_text())
     (tasks / TASK / "task.json").write_text(json.dumps({**contract, "agentEnvKeys": ["ACME_TOKEN", "UNSET_KEY"]}))
     monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tasks))
-    monkeypatch.setenv("ACME_TOKEN", "acme-secret-value")
+    monkeypatch.setenv("ACME_TOKEN", SECRET)  # in the harness's own environment, as a real key would be
     monkeypatch.delenv("UNSET_KEY", raising=False)
     session = tmp_path / "session.jsonl"
-    lines = [{"type": "tool", "tool": "shell",
-              "args": {"command": ". ./.mcp-evals-env.sh && echo \"seen=$ACME_TOKEN\" > ../seen.txt"}}]
-    lines += [json.loads(line) for line in (TASKS / TASK / "sessions" / "pass-2.jsonl").read_text().splitlines()]
+    lines = [{"type": "tool", "tool": "shell", "args": {"command": '. ./.mcp-evals-env.sh && echo "seen=$ACME_TOKEN"'}}]
+    for line in (TASKS / TASK / "sessions" / "pass-2.jsonl").read_text().splitlines():
+        action = json.loads(line)
+        if action.get("tool") == "write_file" and action["args"]["path"] == "src/server.py":
+            assert 'if __name__ == "__main__":\n' in action["args"]["content"]
+            action["args"]["content"] = action["args"]["content"].replace('if __name__ == "__main__":\n', ENV_DUMP)
+        lines.append(action)
     session.write_text("".join(json.dumps(line) + "\n" for line in lines))
     record = run_trial(spec(options={"session": str(session)}), store=store, results_root=runs)
     trial_dir = runs / record.run_id / "trials" / record.trial_name
-    assert (trial_dir / "seen.txt").read_text().strip() == "seen=acme-secret-value"  # the agent had it
-    assert not (trial_dir / "workspace" / ".env").exists()  # and no snapshot keeps it
-    assert not (trial_dir / "workspace" / ".mcp-evals-env.sh").exists()
     assert record.grade.contract_pass, record.grade.first_failure
-    assert "acme-secret-value" not in (trial_dir / "transcript.jsonl").read_text().replace("seen.txt", "")
+
+    # The agent had the value, and printed it: the transcript keeps that output, and only that.
+    events = read_transcript(trial_dir / "transcript.jsonl")
+    echoed = [e for e in events if e.type == "tool_result" and "seen=" in (e.text or "")]
+    assert len(echoed) == 1 and f"seen={SECRET}" in (echoed[0].text or "")
+    prompt = next(e.text or "" for e in events if e.type == "user")
+    assert "ACME_TOKEN" in prompt and ".mcp-evals-env.sh" in prompt and "UNSET_KEY" not in prompt
+    assert not [e for e in events if e is not echoed[0] and SECRET in e.model_dump_json()]
+
+    # The graded server ran without it: not in its environment, no agent env file beside it.
+    server_log = (trial_dir / "server.log").read_text()
+    dump = json.loads(next(line for line in server_log.splitlines() if line.startswith("SERVER-ENV "))[11:])
+    assert "PORT" in dump["env"] and "pyproject.toml" in dump["files"]  # the dump is the graded server's
+    assert "ACME_TOKEN" not in dump["env"] and not [v for v in dump["env"].values() if SECRET in v]
+    assert ".env" not in dump["files"] and ".mcp-evals-env.sh" not in dump["files"]
+    assert "ACME_TOKEN" not in server_log and SECRET not in server_log  # nor redacted: never there
+
+    # Nothing the trial keeps holds it but the agent's own output in the transcript.
+    assert not [name for name in (".env", ".mcp-evals-env.sh") if (trial_dir / "workspace" / name).exists()]
+    kept = [p for p in trial_dir.rglob("*") if p.is_file() and p.name != "transcript.jsonl"]
+    assert {"trial.json", "memo.md", "server.log", "server.py"} <= {p.name for p in kept}
+    assert [p for p in kept if SECRET.encode() in p.read_bytes()] == []
