@@ -33,9 +33,10 @@ from .test_claude_agent import session as claude_session
 from .test_codex_agent import session_writing as codex_session
 
 _SUPPORT = detect()
-pytestmark = pytest.mark.skipif(not _SUPPORT.can_harden,
-                                reason="the hardened sandbox is not available on this host: "
-                                       + "; ".join(_SUPPORT.missing))
+# Only the tests that start a box skip where the host cannot provide one; the rest run everywhere.
+needs_box = pytest.mark.skipif(not _SUPPORT.can_harden,
+                               reason="the hardened sandbox is not available on this host: "
+                                      + "; ".join(_SUPPORT.missing))
 
 TASK_ID = "v2-01-basic-tool-server"
 CASES = [("golden", True), ("negatives/wrong-sum", False)]
@@ -46,6 +47,7 @@ def hardened_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_EVALS_SANDBOX_NET", "proxy")
 
 
+@needs_box
 @pytest.mark.parametrize(("server", "passes"), CASES)
 def test_codex_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           server: str, passes: bool) -> None:
@@ -73,6 +75,7 @@ def test_codex_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkey
     assert workspace.stat().st_uid == 0  # handed back to its owner at close
 
 
+@needs_box
 @pytest.mark.parametrize(("server", "passes"), CASES)
 def test_claude_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            server: str, passes: bool) -> None:
@@ -101,6 +104,7 @@ def test_claude_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monke
     assert not (workspace / ".claude").exists()
 
 
+@needs_box
 def test_a_private_dir_is_the_box_users_only_and_gone_at_close(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -127,6 +131,7 @@ def test_a_private_dir_is_the_box_users_only_and_gone_at_close(tmp_path: Path) -
     assert not private.exists()
 
 
+@needs_box
 def test_an_endpoint_cannot_be_reached_from_a_net_none_box(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_EVALS_SANDBOX_NET", "none")
