@@ -8,6 +8,7 @@ import os
 import socket
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -165,26 +166,62 @@ def test_net_none_has_only_loopback(workspace: Path) -> None:
         listener.close()
 
 
-def _host_reaches(host: str) -> bool:
-    try:
-        socket.create_connection((host, 443), timeout=5).close()
-        return True
-    except OSError:
-        return False
+class _Upstream:
+    """A tiny HTTP server on the host standing in for a registry: on 127.0.0.2, which is the host's loopback but
+    not a name the box's NO_PROXY keeps direct, so the box reaches it only through the egress proxy. It answers
+    every GET with the path it got and records the paths."""
+
+    HOST = "127.0.0.2"
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                outer.paths.append(self.path)
+                body = f"upstream-ok {self.path}\n".encode()
+                self.send_response(200)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer((self.HOST, 0), Handler)
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> _Upstream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
 
 
 @needs_host
-def test_net_proxy_allows_only_the_listed_hosts(workspace: Path) -> None:
-    if not _host_reaches("pypi.org"):
-        pytest.skip("this host itself cannot reach pypi.org:443: nothing to allow-list")
-    status = "curl -sS -m 20 -o /dev/null -w 'HTTP %{{http_code}}\\n' {url}"
-    with HardenedSandbox(workspace, net="proxy") as sb:
-        assert "net=proxy(allow=pypi.org," in sb.isolation
-        assert "HTTP 200" in sb.run(status.format(url="https://pypi.org/simple/mcp/"), 40).output
-        denied = sb.run(status.format(url="https://example.com/"), 40).output
-        assert "403" in denied and "HTTP 200" not in denied
-        assert "403" in sb.run(status.format(url="http://example.com/"), 40).output
-        # No route around the proxy: a direct connection has no network at all.
-        assert "REFUSED" in sb.run(_CONNECT.format(host="151.101.0.223", port=443), 10).output
-        assert sb._proxy is not None
-        assert "DENY CONNECT example.com:443" in sb._proxy.log and "ALLOW CONNECT pypi.org:443" in sb._proxy.log
+def test_net_proxy_allows_only_the_listed_hosts(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    status = "curl -sS -m 20 -w '\\nHTTP %{{http_code}}\\n' {flags} {url}"
+    with _Upstream() as allowed, _Upstream() as other:
+        host, port = allowed.HOST, allowed.port
+        monkeypatch.setenv("MCP_EVALS_SANDBOX_EGRESS_ALLOW", f"pypi.org,{host}:{port}")
+        with HardenedSandbox(workspace, net="proxy") as sb:
+            assert f"net=proxy(allow=pypi.org,{host}:{port})" in sb.isolation
+            plain = sb.run(status.format(flags="", url=f"http://{host}:{port}/plain"), 40).output
+            assert "HTTP 200" in plain and "upstream-ok" in plain and "/plain" in plain, plain  # absolute-form GET
+            tunnel = sb.run(status.format(flags="--proxytunnel", url=f"http://{host}:{port}/tunnel"), 40).output
+            assert "HTTP 200" in tunnel and "upstream-ok /tunnel" in tunnel, tunnel  # through CONNECT
+            # The same host on a port not listed (a live server all the same), and any host not listed: 403.
+            for url in (f"http://{host}:{other.port}/other", "https://example.com/", "http://example.com/"):
+                denied = sb.run(status.format(flags="", url=url), 40).output
+                assert "403" in denied and "upstream-ok" not in denied and "HTTP 200" not in denied, (url, denied)
+            # No route around the proxy: a direct connection, even to the allowed upstream, has no network.
+            assert "REFUSED" in sb.run(_CONNECT.format(host=host, port=port), 10).output
+            assert "REFUSED" in sb.run(_CONNECT.format(host="151.101.0.223", port=443), 10).output
+            assert sb._proxy is not None
+            log = sb._proxy.log
+    assert f"ALLOW GET {host}:{port}" in log and f"ALLOW CONNECT {host}:{port}" in log, log
+    assert f"DENY GET {host}:{other.port}" in log and "DENY CONNECT example.com:443" in log, log
+    assert [p.rsplit("/", 1)[-1] for p in allowed.paths] == ["plain", "tunnel"] and other.paths == []
