@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import pytest
 from mcp_evals_pipeline.contracts.grade import STAGES
 from mcp_evals_pipeline.contracts.task import TaskContract
 from mcp_evals_pipeline.grader import grade_workspace_sync
+from mcp_evals_pipeline.grader.scratch import LOCK_FILE, LOCK_GRACE_S, scratch_base
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 
 from .conftest import MINIMAL_SERVER, REPO, write_tree
@@ -77,7 +79,9 @@ def test_passing_build_and_source_patterns(tmp_path: Path, minimal_contract: dic
     grade = grade_workspace_sync(contract_of(contract), write_tree(tmp_path, {**REQS, "server.py": MINIMAL_SERVER}))
     assert grade.contract_pass, grade.first_failure
     assert [c.id for c in grade.checks][:6] == ["install", "typecheck", "source", "entry", "build", "start"]
-    assert (tmp_path / "built.txt").read_text() == "ok"
+    # The build ran in the grading's copy, in a box: the graded workspace (the trial's snapshot) is untouched.
+    assert not (tmp_path / "built.txt").exists()
+    assert "net=none" in grade.isolation["build"]
 
 
 SPAWNING_SERVER = '''
@@ -116,11 +120,11 @@ def test_server_tree_is_killed_on_every_path(tmp_path: Path, minimal_contract: d
     timeout = 5 if mode == "hang" else 120
     grade = grade_workspace_sync(contract_of({**minimal_contract, "startTimeoutSeconds": timeout}), workspace)
     assert grade.failure_code == expected, grade.first_failure
-    assert (workspace / "child.pid").exists()  # the grandchild was started...
-    # ...and neither it nor the server is alive. They are found by their working directory: the pids they write
-    # are those of the server's own pid namespace (procs.pid_namespace_prefix), not the host's.
-    assert running_under(workspace) == []
-    assert "SERVER-STDERR-MARKER" in (grade.server_output or "")
+    assert "SERVER-STDERR-MARKER" in (grade.server_output or "")  # printed once the grandchild was started...
+    # ...and neither it nor the server is alive. They are found by their working directory (the grading's copy of
+    # the workspace, under the scratch): the pids they write are those of the server's own pid namespace.
+    assert running_under(scratch_base()) == []
+    assert not (workspace / "child.pid").exists()  # the server ran in the copy: the workspace is untouched
 
 
 ENV_SERVER = '''
@@ -286,7 +290,7 @@ def test_a_call_that_times_out_fails_and_the_session_is_torn_down(tmp_path: Path
     workspace = write_tree(tmp_path, {**REQS, "server.py": COUNTER_SERVER})
     grade = grade_workspace_sync(contract_of(contract), workspace)
     assert grade.failure_code == "contract.calls" and "timed out" in grade.first_failure.detail
-    assert running_under(workspace) == []
+    assert running_under(scratch_base()) == []
 
 
 GRADE_IN_CHILD = """
@@ -307,17 +311,27 @@ def test_server_dies_with_a_grader_that_is_killed_hard(tmp_path: Path) -> None:
     workspace = write_tree(tmp_path / "ws", {**REQS, "server.py": COUNTER_SERVER})
     grader = subprocess.Popen([sys.executable, "-c", GRADE_IN_CHILD, str(tmp_path / "task.json"), str(workspace)],
                               cwd=REPO)
+    before = set(scratch_base().glob("grade-*"))
     try:
-        deadline = time.monotonic() + 60
-        while not (workspace / "hanging").exists():
+        deadline = time.monotonic() + 120
+        while not (hanging := [p for p in scratch_base().glob("grade-*/workspace/hanging")
+                               if p.parent.parent not in before]):
             assert time.monotonic() < deadline and grader.poll() is None, "the server never reached the call"
             time.sleep(0.1)
-        assert running_under(workspace), "the server should be running now"
+        scratch = hanging[0].parent.parent
+        assert running_under(scratch), "the server should be running now"
         grader.kill()
         grader.wait()
-        deadline = time.monotonic() + 5
-        while running_under(workspace):  # by working directory: the server may run in its own pid namespace
+        deadline = time.monotonic() + 10
+        while running_under(scratch):  # by working directory: the server runs in its own pid namespace
             assert time.monotonic() < deadline, "the server outlived its grader"
             time.sleep(0.1)
     finally:
         grader.kill()
+    # No finally ran, so the killed grading's scratch is still there; the next grading removes it.
+    assert scratch.is_dir()
+    os.utime(scratch / LOCK_FILE, (time.time() - LOCK_GRACE_S - 1,) * 2)  # as if it had started a while ago
+    grade_workspace_sync(contract_of({"title": "next", "entryCandidates": ["server.py"]}),
+                         write_tree(tmp_path / "next", {"notes.txt": ""}))
+    assert not scratch.exists()
+    assert not (workspace / "hanging").exists()  # the server ran in the copy

@@ -1,7 +1,8 @@
 """The node runtime on real workspaces: npm installs, tsc, tsx-started servers, a real MCP client.
 
-The first test in a cold cache installs the pinned toolchain (~10 s) and mcp-use's node_modules (~8 s); after
-that every install of the same package.json is a hardlinked copy (~0.1 s). The whole file takes ~15 s warm.
+The first test in a cold cache installs the pinned toolchain (~10 s) and mcp-use's node_modules (~8 s, in an
+install box with a private download cache); after that every install of the same package.json reuses the shared
+node_modules, bound read-only into the boxes (nothing runs). The whole file takes ~20 s warm.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.grader.node_runtime import NodeInstallation, NodeRuntime
 from mcp_evals_pipeline.grader.python_env import InstallError
 from mcp_evals_pipeline.grader.runtimes import Installation, runtime_for
+from mcp_evals_pipeline.grader.scratch import Workdir, workdir_for
 from mcp_evals_pipeline.tasks.catalog import parse_contract
 
 from .conftest import TASKS, write_tree
@@ -58,8 +60,8 @@ def test_golden_passes_and_the_workspace_is_left_as_found(tmp_path: Path, monkey
     installations: list[NodeInstallation] = []
     install = NodeRuntime.install
 
-    def recording_install(self: NodeRuntime, workspace: Path) -> Installation:
-        installation = install(self, workspace)
+    def recording_install(self: NodeRuntime, work: Workdir) -> Installation:
+        installation = install(self, work)
         assert isinstance(installation, NodeInstallation)
         installations.append(installation)
         return installation
@@ -75,8 +77,8 @@ def test_golden_passes_and_the_workspace_is_left_as_found(tmp_path: Path, monkey
     assert _snapshot(workspace) == before
     # The server ran from the grader's private copy; its tree is gone, and so is the copy.
     [installation] = installations
-    assert installation.private_root is not None and not installation.private_root.exists()
-    assert running_under(installation.private_root) == []
+    assert installation.workdir != workspace and not installation.workdir.exists()
+    assert running_under(installation.workdir) == []
     assert grade.sdk_path == "mcp-use" and (grade.sdk_version or "").startswith("2.")
     assert grade.protocol_version == "2025-11-25" and grade.server_name == "ticket-queue"
     install = next(c for c in grade.checks if c.id == "install")
@@ -85,21 +87,20 @@ def test_golden_passes_and_the_workspace_is_left_as_found(tmp_path: Path, monkey
 
 def test_install_is_private_shared_and_warm(tmp_path: Path) -> None:
     workspace = _copy(TOOL_TASK / "alternates" / "official-sdk-node-http", tmp_path)
-    first = RUNTIME.install(workspace)
-    second = RUNTIME.install(workspace)
-    try:
+    with workdir_for(workspace) as one, workdir_for(workspace) as two:
+        first = RUNTIME.install(one)
+        second = RUNTIME.install(two)
         assert isinstance(first, NodeInstallation) and isinstance(second, NodeInstallation)
         assert "package-lock.json -> npm ci" in first.detail
-        assert "reused node_modules" in second.detail and second.timings["install_s"] < 5
-        assert first.workdir != second.workdir and not (workspace / "node_modules").exists()
-        assert (second.workdir / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").is_file()
+        # The second install reuses the first's node_modules: nothing ran (no box was needed).
+        assert "reused node_modules" in second.detail and second.box is None
+        assert second.node_modules == first.node_modules and not (workspace / "node_modules").exists()
+        assert (second.node_modules / "@modelcontextprotocol" / "sdk" / "package.json").is_file()
+        assert second.ro_binds == [(second.node_modules, two.copy / "node_modules")]
         assert (second.versions["official-sdk"] or "").startswith("1.")
-        command = RUNTIME.default_start_command(second, workspace / "src" / "server.ts")
-        assert second.run_dir == second.workdir and command[-1] == "src/server.ts"  # the grader runs it there
-    finally:
-        first.close()
-        second.close()
-    assert not first.workdir.exists() and not second.workdir.exists()
+        command = RUNTIME.default_start_command(second, two.copy / "src" / "server.ts")
+        assert second.workdir == two.copy and command[-1] == "src/server.ts"  # the grader runs it there
+    assert not one.copy.exists() and not two.copy.exists()
 
 
 def test_type_error_fails_typecheck_naming_file_and_line(tmp_path: Path) -> None:
@@ -123,8 +124,8 @@ def test_install_failure_names_the_package(tmp_path: Path) -> None:
     ({"package.json": "{not json", "src/server.ts": "export {};\n"}, "package.json does not parse"),
 ])
 def test_a_bad_declaration_is_a_contract_failure(tmp_path: Path, files: dict[str, str], message: str) -> None:
-    with pytest.raises(InstallError) as failed:
-        RUNTIME.install(write_tree(tmp_path, files))
+    with pytest.raises(InstallError) as failed, workdir_for(write_tree(tmp_path, files)) as work:
+        RUNTIME.install(work)
     assert not failed.value.infra and message in failed.value.detail
 
 
@@ -141,11 +142,9 @@ def test_the_workspace_tsconfig_is_used_else_lenient_defaults(tmp_path: Path) ->
     broken_js = write_tree(tmp_path / "js", {**NO_DEPENDENCIES, "server.js": "const x = ;\n"})
     results = {}
     for name, workspace in (("lenient", lenient), ("strict", strict), ("js", broken_js)):
-        installation = RUNTIME.install(workspace)
-        try:
-            results[name] = RUNTIME.typecheck(workspace, installation)
-        finally:
-            installation.close()
+        with workdir_for(workspace) as work:
+            results[name] = RUNTIME.typecheck(work, RUNTIME.install(work))
+            assert "net=none" in work.isolation["typecheck"]
     assert results["lenient"] == []  # implicit any allowed, Node's types (process) available
     assert len(results["strict"]) == 1 and results["strict"][0].startswith("src/twice.ts:1: TS7006")
     assert results["js"] and results["js"][0].startswith("server.js:1: TS1109")
@@ -158,8 +157,10 @@ def test_typecheck_without_an_install_ignores_unresolved_packages(tmp_path: Path
                                                              "export const server = new MCPServer({});\n"})
     broken = write_tree(tmp_path / "broken", {"src/server.ts": 'import { MCPServer } from "mcp-use";\n'
                                                                'const n: number = "one";\n'})
-    assert RUNTIME.typecheck(clean, None) == []
-    assert [p.split(" ")[:2] for p in RUNTIME.typecheck(broken, None)] == [["src/server.ts:2:", "TS2322"]]
+    with workdir_for(clean) as work:
+        assert RUNTIME.typecheck(work, None) == []
+    with workdir_for(broken) as work:
+        assert [p.split(" ")[:2] for p in RUNTIME.typecheck(work, None)] == [["src/server.ts:2:", "TS2322"]]
     assert RUNTIME.imported_modules(clean) == {"mcp-use"}
 
 
@@ -172,14 +173,12 @@ def test_a_local_file_dependency_gets_a_private_install(tmp_path: Path) -> None:
         "src/server.ts": 'import helper from "helper";\nexport const answer: number = helper.answer;\n',
     })
     before = _snapshot(workspace)
-    installation = RUNTIME.install(workspace)
-    try:
-        assert "private node_modules" in installation.detail
+    with workdir_for(workspace) as work:
+        installation = RUNTIME.install(work)
+        assert "private node_modules" in installation.detail and "net=proxy" in (installation.box or "")
         assert isinstance(installation, NodeInstallation)
         assert (installation.workdir / "node_modules" / "helper" / "index.js").is_file()
-        assert RUNTIME.typecheck(workspace, installation) == []
-    finally:
-        installation.close()
+        assert RUNTIME.typecheck(work, installation) == []
     assert _snapshot(workspace) == before
 
 

@@ -12,12 +12,14 @@ import pytest
 
 from mcp_evals_pipeline.contracts.task import TaskContract
 from mcp_evals_pipeline.grader import grade_workspace_sync
+from mcp_evals_pipeline.grader.boxes import UNBOXED, UNBOXED_ENV, NoBox
 from mcp_evals_pipeline.sandbox import server_box
 
 from .conftest import REPO, write_tree
 
-pytestmark = pytest.mark.skipif(not server_box.available(),
-                                reason="bubblewrap with a pid namespace is not available on this host")
+# Only the tests that start a box need one; the fail-closed tests run everywhere.
+needs_box = pytest.mark.skipif(not server_box.available(),
+                               reason="bubblewrap with a pid namespace is not available on this host")
 
 PROBING_SERVER = '''
 import json, os, sys
@@ -45,13 +47,21 @@ def probe() -> str:
         "cwd_writable": writable("state.txt"),
         "tmp_writable": writable(Path(os.environ["TMPDIR"]) / "scratch.txt"),
         "sees_host_processes": os.path.exists(f"/proc/{paths['grader_pid']}"),
+        "shadow_readable": os.access("/etc/shadow", os.R_OK),
+        "uid": os.getuid(),
     }, sort_keys=True)
+
+
+# Graded code rewriting its own sources: it only ever reaches the grading's copy.
+Path("server.py").write_text("# rewritten by the graded server")
+Path("planted.txt").write_text("planted by the graded server")
 
 
 mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), streamable_http_path="/mcp")
 '''
 
 
+@needs_box
 def test_the_graded_server_sees_only_its_box(tmp_path: Path) -> None:
     import os
 
@@ -60,7 +70,8 @@ def test_the_graded_server_sees_only_its_box(tmp_path: Path) -> None:
         "paths.json": json.dumps({"checkout_file": str(REPO / "pyproject.toml"), "grader_pid": os.getpid()}),
     })
     expected = {"checkout_visible": False, "cwd_writable": True, "sees_host_processes": False,
-                "shared_env_writable": False, "tmp_writable": True}
+                "shadow_readable": False, "shared_env_writable": False, "tmp_writable": True, "uid": 65534}
+    before = {p.name: p.read_bytes() for p in workspace.iterdir()}
     contract = TaskContract.model_validate({
         "title": "box probe", "runtime": "python", "entryCandidates": ["server.py"],
         "expectedTools": [{"name": "probe"}],
@@ -71,14 +82,23 @@ def test_the_graded_server_sees_only_its_box(tmp_path: Path) -> None:
     assert grade.contract_pass, grade.first_failure
     start = next(c for c in grade.checks if c.id == "start")
     assert server_box.BOX_DESCRIPTION in (start.detail or "")
+    assert grade.isolation["start"] == server_box.BOX_DESCRIPTION
+    # The snapshot is the agent's work: the server rewrote only the grading's copy.
+    assert {p.name: p.read_bytes() for p in workspace.iterdir()} == before
 
 
-def test_the_box_can_be_switched_off(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_without_a_box_the_server_does_not_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Fail closed: no box, no agent code (infra.sandbox naming the opt-out); the opt-out is explicit."""
     monkeypatch.setenv(server_box.SWITCH_ENV, "0")
+    monkeypatch.delenv(UNBOXED_ENV, raising=False)
+    with pytest.raises(NoBox, match=UNBOXED_ENV):
+        server_box.prefix(readable=[], writable=[tmp_path], cwd=tmp_path)
+    monkeypatch.setenv(UNBOXED_ENV, "1")
     args, description = server_box.prefix(readable=[], writable=[tmp_path], cwd=tmp_path)
-    assert "bwrap" not in " ".join(args) and description in ("pid namespace", "none")
+    assert "bwrap" not in " ".join(args) and description == UNBOXED
 
 
+@needs_box
 def test_nested_mounts_keep_their_own_mode(tmp_path: Path) -> None:
     """A read-only node_modules (hardlinked from a shared set) inside the writable run directory stays read-only;
     a writable scratch inside the read-only cache stays writable. Checked in a real box."""

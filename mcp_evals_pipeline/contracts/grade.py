@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from mcp_evals_pipeline.redaction import redact, secret_values
+
 SdkPath = Literal["mcp-use", "official-sdk", "fastmcp", "hand-rolled", "unknown"]
 
 # The ladder, in order. A check belongs to exactly one stage; failureCode is "contract.<stage>" of the first
@@ -74,11 +76,24 @@ class TrialGrade(RecordModel):
     server_name: str | None = None
     server_version: str | None = None
     stage_ms: dict[str, float] = Field(default_factory=dict)
+    # What each step that ran agent-written code ran in (install, typecheck, build, start -> the box).
+    isolation: dict[str, str] = Field(default_factory=dict)
     server_output: str | None = None
     error: str | None = None  # infra detail (with failure_code "infra.*"), e.g. a grader crash
     # An infra grade that another attempt would get again (the contract declares what this grader cannot check).
     # Carried into TrialRecord.retryable; not part of the grade's own file format.
     permanent: bool = Field(default=False, exclude=True)
+
+    @model_validator(mode="after")
+    def _redact(self) -> TrialGrade:
+        """Every word of a grade passes one redaction step (redaction.py): no secret of the harness in a record."""
+        secrets = secret_values()
+        if secrets:
+            for check in self.checks:
+                check.detail = redact(check.detail, secrets)
+            self.server_output = redact(self.server_output, secrets)
+            self.error = redact(self.error, secrets)
+        return self
 
     @property
     def valid(self) -> bool:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 
 from mcp_evals_pipeline.contracts.grade import RecordModel, TrialGrade
+from mcp_evals_pipeline.redaction import redact
 
 
 class TrialPerf(RecordModel):
@@ -51,6 +52,11 @@ class TrialRecord(RecordModel):
     memo_path: str | None = None
     transcript_path: str | None = None
     timestamp: str
+
+    @field_validator("error")
+    @classmethod
+    def _redact_error(cls, value: str | None) -> str | None:
+        return redact(value)  # the grade's own texts are redacted by TrialGrade
 
     @property
     def cell(self) -> str:

@@ -4,6 +4,12 @@ install -> typecheck -> [imports] -> [source] -> entry -> [build] -> start -> ha
 -> calls. Everything after `start` is a real MCP client speaking Streamable HTTP to the server under test, on one
 session, so calls can assert state. The server and all its children are killed on every path. A failure of the
 grader itself is an infra error (`infra.grader`), never a contract failure.
+
+Grading works on a private copy of the workspace (grader/scratch.py), so the snapshot stays the agent's work, and
+every step that runs agent-written code runs in a box: install, tsc and buildCommand in a StepBox
+(grader/boxes.py), the server in the server box (sandbox/server_box.py), each as an unprivileged uid. Where no box
+can be made the trial is `infra.sandbox` and nothing of the workspace runs. What each step got is in
+`TrialGrade.isolation`.
 """
 
 from __future__ import annotations
@@ -12,9 +18,7 @@ import contextlib
 import json
 import logging
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 import traceback
 from collections import defaultdict
@@ -35,6 +39,7 @@ from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.contracts.grade import Check, TrialGrade
 from mcp_evals_pipeline.contracts.task import ResourceRead, TaskContract, ToolCall
 from mcp_evals_pipeline.grader import stages  # noqa: F401 - importing registers the opt-in stages
+from mcp_evals_pipeline.grader.boxes import NoBox, StepBox
 from mcp_evals_pipeline.grader.expectations import (
     clip,
     describe,
@@ -44,8 +49,8 @@ from mcp_evals_pipeline.grader.expectations import (
 )
 from mcp_evals_pipeline.grader.features import FEATURES, Feature, Step, StepFailed
 from mcp_evals_pipeline.grader.runtimes import RUNTIMES, Installation, InstallError, Runtime, runtime_for
+from mcp_evals_pipeline.grader.scratch import Scratch, Workdir, copy_workspace
 from mcp_evals_pipeline.grader.source import detect_sdk_path, missing_source_patterns
-from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 # How long a server may listen only on some other port before `start` fails (a server may open a helper port
@@ -128,10 +133,19 @@ def _signature(tool: str, args: dict[str, Any]) -> str:
 class Grading:
     def __init__(self, contract: TaskContract, workspace: Path, runtime: Runtime):
         self.contract = contract
-        self.workspace = workspace
         self.runtime = runtime
-        cache_dir().joinpath("scratch").mkdir(parents=True, exist_ok=True)
-        self.scratch = Path(tempfile.mkdtemp(prefix="grade-", dir=cache_dir() / "scratch"))
+        self._scratch = Scratch()
+        self.scratch = self._scratch.root
+        try:
+            # Every stage reads the copy (self.workspace) and the server runs in it; the original is never touched.
+            outside = copy_workspace(workspace, self.scratch / "workspace")
+        except BaseException:
+            self._scratch.close()
+            raise
+        self.original = workspace
+        self.workspace = self.scratch / "workspace"
+        self.work = Workdir(self.workspace, self.scratch, tuple(outside))
+        self.boxes: list[StepBox] = []  # the build box (buildCommand), closed before the server starts
         self.installation: Installation | None = None
         self.entry: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -215,6 +229,8 @@ class Grading:
                     self.stage_ms[step.stage] += (time.perf_counter() - started) * 1000
         except InfraFailure as infra:
             failure_code, error = infra.code, infra.detail
+        except NoBox as exc:
+            failure_code, error = "infra.sandbox", str(exc)
         except Exception as exc:  # a bug of the grader: the trial is invalid, not failed
             failure_code = "infra.grader"
             error = f"grader crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
@@ -232,6 +248,7 @@ class Grading:
             server_name=self.handshake_info.get("server_name"),
             server_version=self.handshake_info.get("server_version"),
             stage_ms={k: round(v, 1) for k, v in self.stage_ms.items()},
+            isolation=dict(self.work.isolation),
             server_output=server_output,
             error=error,
         )
@@ -248,10 +265,25 @@ class Grading:
         for feature in self.features:
             with contextlib.suppress(Exception):
                 await feature.close()
-        if self.installation is not None:
-            self.installation.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.close_boxes()
+        self._scratch.close()
         return output
+
+    def open_box(self) -> StepBox:
+        """The box of a buildCommand: no network, the runtime read-only."""
+        if not self.boxes:
+            inst = self.installation
+            from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+            roots = server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots) if inst else []
+            self.boxes.append(StepBox(self.scratch, net="none", ro_paths=roots,
+                                      ro_binds=inst.ro_binds if inst else []))
+        return self.boxes[0]
+
+    def close_boxes(self) -> None:
+        for box in self.boxes:
+            box.close()  # kills whatever a build command left running
+        self.boxes.clear()
 
     def server_status(self) -> str:
         if self.proc is not None and self.proc.poll() is not None:
@@ -272,15 +304,19 @@ class Grading:
 
     async def _install(self) -> str:
         try:
-            self.installation = await anyio.to_thread.run_sync(self.runtime.install, self.workspace)
+            self.installation = await anyio.to_thread.run_sync(self.runtime.install, self.work)
         except InstallError as exc:
             if exc.infra:
                 raise InfraFailure("infra.install", exc.detail) from exc
             raise StepFailed(exc.detail) from exc
+        self.work.isolation["install"] = self.installation.box or "reused build: nothing ran"
         return self.installation.detail
 
     async def _typecheck(self) -> str | None:
-        problems = self.runtime.typecheck(self.workspace, self.installation)
+        try:
+            problems = await anyio.to_thread.run_sync(self.runtime.typecheck, self.work, self.installation)
+        except InstallError as exc:  # the toolchain of a source-only typecheck could not be installed
+            raise InfraFailure("infra.install", exc.detail) from exc
         if problems:
             more = f" (+{len(problems) - 10} more)" if len(problems) > 10 else ""
             raise StepFailed("; ".join(problems[:10]) + more)
@@ -319,7 +355,7 @@ class Grading:
         )
 
     def _run_dir(self) -> Path:
-        return (self.installation.run_dir if self.installation else None) or self.workspace
+        return self.workspace
 
     def _command(self, template: list[str], port: int | None = None) -> list[str]:
         assert self.entry is not None
@@ -329,19 +365,17 @@ class Grading:
     async def _build(self) -> str:
         assert self.contract.build_command is not None
         cmd = self._command(self.contract.build_command)
-
-        def build() -> subprocess.CompletedProcess[str]:
-            return subprocess.run(cmd, cwd=self._run_dir(), env=self._env(), capture_output=True, text=True,
-                                  timeout=BUILD_TIMEOUT_S, check=False, start_new_session=True)
-
+        box = self.open_box()
+        self.work.isolation["build"] = box.description
         try:
-            done = await anyio.to_thread.run_sync(build)
-        except subprocess.TimeoutExpired as exc:
-            raise StepFailed(f"{' '.join(cmd)} timed out after {BUILD_TIMEOUT_S}s") from exc
+            done = await anyio.to_thread.run_sync(
+                lambda: box.run(cmd, cwd=self._run_dir(), env=self._env(), timeout_s=BUILD_TIMEOUT_S))
         except OSError as exc:
             raise StepFailed(f"{' '.join(cmd)} could not run: {exc}") from exc
+        if done.timed_out:
+            raise StepFailed(f"{' '.join(cmd)} timed out after {BUILD_TIMEOUT_S}s")
         if done.returncode != 0:
-            raise StepFailed(f"{' '.join(cmd)} exited {done.returncode}: {clip(done.stdout + done.stderr, 1500)}")
+            raise StepFailed(f"{' '.join(cmd)} exited {done.returncode}: {clip(done.output, 1500)}")
         return " ".join(cmd)
 
     async def _start(self) -> str:
@@ -360,9 +394,14 @@ class Grading:
                else self.runtime.default_start_command(self.installation, self.entry))
         from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
 
+        self.close_boxes()  # nothing a build step started outlives it
+        inst = self.installation
+        self._env(port)  # HOME and TMPDIR exist before they are handed to the server's uid
         box, self.box = server_box.prefix(
-            readable=server_box.runtime_roots(self.installation.interpreter, self.installation.path_prefix),
-            writable=[self._run_dir(), self.scratch], cwd=self._run_dir())
+            readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
+            writable=[self._run_dir(), self.scratch / "home", self.scratch / "tmp"], ro_binds=inst.ro_binds,
+            cwd=self._run_dir())
+        self.work.isolation["start"] = self.box
         cmd = [*box, *cmd]
         try:
             self.proc = procs.spawn(cmd, cwd=self._run_dir(), env={**self._env(port), **extra_env},

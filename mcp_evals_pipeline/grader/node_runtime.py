@@ -1,17 +1,17 @@
 """The node runtime: install a workspace's package.json with npm, typecheck with tsc, start the entry with tsx.
 
-Isolation. The graded workspace is never written to (the agent's own node_modules, if any, is never trusted
-either). `install` makes a grader-private copy of the workspace (without node_modules and .git) under the cache,
-and gives it a node_modules that is a hardlinked copy of a shared one; typecheck, build and the server run in that
-copy (`Installation.run_dir`), and `Installation.close()` removes it.
+Isolation. Everything runs on the grading's private copy of the workspace (grader/scratch.py; the agent's own
+node_modules is never copied nor trusted), and npm and tsc run in boxes (grader/boxes.py): npm in an install box
+(registries through the egress allow-list, a private download cache), tsc in one without network.
 
 Shared node_modules. Built with npm (`npm ci` when the workspace has package-lock.json / npm-shrinkwrap.json, else
-`npm install`) from the dependency fields of package.json alone (the workspace's own lifecycle scripts never run),
-keyed by those fields, the lockfile, the toolchain and the UTC day, like the python environments: identical
-inputs give an identical tree, a warm install costs a hardlinked copy (~0.1 s), and unpinned ranges are
-re-resolved daily. A manifest that points at local paths (`file:`, `link:`, `workspace:`, `./pkg`) or declares
-npm workspaces cannot be keyed by content and is installed inside the private copy every time. npm's download
-cache (`npm_config_cache`) is shared by every install.
+`npm install`) from the dependency fields of package.json alone (the workspace's own lifecycle scripts never run
+there: the reduced manifest has no `scripts`), keyed by those fields, the lockfile, the toolchain and the UTC day,
+like the python environments: built into a staging directory, sealed and promoted only after it finished
+(grader/build_cache.py), then bound read-only over <copy>/node_modules in every box and in the server's (a warm
+install costs nothing), and unpinned ranges are re-resolved daily. A manifest that points at local paths (`file:`,
+`link:`, `workspace:`, `./pkg`) or declares npm workspaces is installed as is, lifecycle scripts included, inside
+the copy in the install box, every time.
 
 Toolchain. node, npm, tsc and tsx are pinned (mcp_evals_pipeline/node_toolchain.py) and installed on first use;
 the workspace's own TypeScript typechecks when it declares one.
@@ -22,27 +22,23 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import shutil
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
-from mcp_evals_pipeline.grader import source
+from mcp_evals_pipeline.grader import build_cache, source
+from mcp_evals_pipeline.grader.boxes import StepBox
 from mcp_evals_pipeline.grader.python_env import InstallError
 from mcp_evals_pipeline.grader.runtimes import Installation, Runtime
+from mcp_evals_pipeline.grader.scratch import Workdir
 from mcp_evals_pipeline.node_toolchain import Toolchain, ToolchainError, ensure_toolchain, npm_env, toolchain_key
 from mcp_evals_pipeline.paths import cache_dir
 
 INSTALL_TIMEOUT_S = 600
 TYPECHECK_TIMEOUT_S = 300
-COMPLETE_MARKER = ".mcp-evals-complete"
 LOCKFILES = ("npm-shrinkwrap.json", "package-lock.json")
 # What of package.json decides the installed tree; the rest (scripts, name, main, type...) does not.
 _DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies",
@@ -70,11 +66,11 @@ DEFAULT_TSCONFIG = ".mcp-evals-tsconfig.json"
 
 @dataclass
 class NodeInstallation(Installation):
-    """An installed node workspace. `workdir` is the grader-private copy (with node_modules) that typecheck and
-    the server run in; commands meant to run "from the workspace root" belong there too."""
+    """An installed node workspace: `workdir` is the grading's copy, `node_modules` where its packages really are
+    (the copy's own for a private install, else a shared one, bound over <workdir>/node_modules in the boxes)."""
 
-    workspace: Path = field(default_factory=Path)
     workdir: Path = field(default_factory=Path)
+    node_modules: Path = field(default_factory=Path)
     toolchain: Toolchain | None = None
     declares_typescript: bool = False
     timings: dict[str, float] = field(default_factory=dict)
@@ -151,96 +147,54 @@ def _npm_failure(args: list[str], output: str) -> InstallError:
     return InstallError(f"npm {args[0]} failed{code}: {message[:2000]}", infra=infra)
 
 
-def run_npm(toolchain: Toolchain, args: list[str], cwd: Path, home: Path) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    env = npm_env(home, [toolchain.bin_dir])
+def run_npm(toolchain: Toolchain, args: list[str], cwd: Path, scratch: Path) -> str:
+    """npm in an install box (its own download cache in the scratch); returns the box's description."""
+    env = {**npm_env(scratch / "home", [toolchain.bin_dir]), "npm_config_cache": str(scratch / "npm-cache")}
     cmd = toolchain.npm(*args, "--no-audit", "--no-fund", "--loglevel=error", "--include=dev")
+    box = StepBox(scratch, net="proxy", ro_paths=[toolchain.root], ro_binds=[])
     try:
-        done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
-                              check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise InstallError(f"npm {args[0]} timed out after {INSTALL_TIMEOUT_S}s", infra=True) from exc
+        done = box.run(cmd, cwd=cwd, env=env, timeout_s=INSTALL_TIMEOUT_S)
+    finally:
+        box.close()
+        shutil.rmtree(scratch / "npm-cache", ignore_errors=True)
+    if done.timed_out:
+        raise InstallError(f"npm {args[0]} timed out after {INSTALL_TIMEOUT_S}s", infra=True)
     if done.returncode != 0:
-        raise _npm_failure(args, done.stderr + "\n" + done.stdout)
+        raise _npm_failure(args, done.output)
+    return box.description
 
 
 def _npm_command(lockfile: Path | None) -> list[str]:
     return ["ci"] if lockfile is not None else ["install"]
 
 
-def _build_modules(root: Path, manifest: dict[str, Any], lockfile: Path | None, toolchain: Toolchain) -> None:
+def _build_modules(root: Path, manifest: dict[str, Any], lockfile: Path | None, toolchain: Toolchain,
+                   scratch: Path) -> str:
     root.mkdir(parents=True)
     (root / "package.json").write_text(json.dumps(_reduced_manifest(manifest), indent=2) + "\n")
     if lockfile is not None:
         shutil.copyfile(lockfile, root / lockfile.name)
-    run_npm(toolchain, _npm_command(lockfile), root, root / ".home")
-    shutil.rmtree(root / ".home", ignore_errors=True)
+    box = run_npm(toolchain, _npm_command(lockfile), root, scratch)
     (root / "node_modules").mkdir(exist_ok=True)  # a manifest without dependencies installs nothing
+    return box
 
 
-def ensure_modules(manifest: dict[str, Any], lockfile: Path | None, toolchain: Toolchain,
-                   today: dt.date | None = None) -> tuple[Path, bool]:
-    """The shared node_modules of this dependency set (built if needed) and whether it was reused."""
-    envs = cache_dir() / "node-envs"
-    envs.mkdir(parents=True, exist_ok=True)
-    day = (today or dt.datetime.now(dt.UTC).date()).isoformat()
+def ensure_modules(manifest: dict[str, Any], lockfile: Path | None, toolchain: Toolchain, scratch: Path,
+                   today: dt.date | None = None) -> tuple[Path, bool, str | None]:
+    """The shared node_modules of this dependency set (built if needed in an install box), whether it was
+    reused, and the box it was built in."""
     declared = json.dumps({k: manifest[k] for k in _DEPENDENCY_FIELDS if k in manifest}, sort_keys=True)
     parts = [declared.encode(), (lockfile.name.encode() if lockfile else b""),
-             (lockfile.read_bytes() if lockfile else b""), toolchain_key().encode(), day.encode()]
-    root = envs / hashlib.sha256(b"\0".join(parts)).hexdigest()[:20]
-    with FileLock(str(root) + ".lock"):
-        if (root / COMPLETE_MARKER).exists():
-            return root / "node_modules", True
-        shutil.rmtree(root, ignore_errors=True)
-        try:
-            _build_modules(root, manifest, lockfile, toolchain)
-        except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        (root / COMPLETE_MARKER).write_text(day + "\n")
-    _prune_stale(envs, keep_days=2)
-    return root / "node_modules", False
+             (lockfile.read_bytes() if lockfile else b""), toolchain_key().encode(),
+             build_cache.today_key(today).encode()]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:20]
+    described: list[str] = []
 
+    def build(stage: Path) -> None:
+        described.append(_build_modules(stage, manifest, lockfile, toolchain, scratch))
 
-def _prune_stale(envs: Path, keep_days: int) -> None:
-    cutoff = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=keep_days)).isoformat()
-    for marker in envs.glob(f"*/{COMPLETE_MARKER}"):
-        try:
-            built = marker.read_text().strip()
-        except OSError:
-            continue
-        if built < cutoff:
-            shutil.rmtree(marker.parent, ignore_errors=True)
-
-
-def _prune_private(base: Path, max_age_s: float = 86_400) -> None:
-    """Private copies a killed grader left behind."""
-    now = time.time()
-    for entry in base.glob("grade-*"):
-        try:
-            if now - entry.stat().st_mtime > max_age_s:
-                shutil.rmtree(entry, ignore_errors=True)
-        except OSError:
-            continue
-
-
-# ---- copies --------------------------------------------------------------------------------------------------------
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-
-
-def link_tree(src: Path, dst: Path) -> None:
-    """A hardlinked copy of src (files shared, directories private; symlinks kept as symlinks)."""
-    shutil.copytree(src, dst, symlinks=True, copy_function=_link_or_copy)
-
-
-def copy_workspace(workspace: Path, dst: Path) -> None:
-    shutil.copytree(workspace, dst, symlinks=True, ignore=shutil.ignore_patterns("node_modules", ".git"))
+    root, reused = build_cache.cached_build(cache_dir() / "node-envs", key, scratch / f"stage-{key}", build, today)
+    return root / "node_modules", reused, described[0] if described else None
 
 
 def package_version(node_modules: Path, name: str) -> str | None:
@@ -289,22 +243,17 @@ def parse_tsc_output(output: str, ignore: set[str] | None = None) -> list[str]:
     return problems
 
 
-def run_tsc(toolchain: Toolchain, tsc: Path, project: Path, config: Path, ignore: set[str] | None = None) -> list[str]:
-    (cache_dir() / "scratch").mkdir(parents=True, exist_ok=True)
-    home = Path(tempfile.mkdtemp(prefix="tsc-home-", dir=cache_dir() / "scratch"))
-    env = npm_env(home, [toolchain.bin_dir])
+def run_tsc(box: StepBox, toolchain: Toolchain, tsc: Path, project: Path, config: Path, scratch: Path,
+            ignore: set[str] | None = None) -> list[str]:
+    """tsc over `project` in a box without network (a tsconfig can name any file: only the box's are there)."""
+    env = npm_env(scratch / "home", [toolchain.bin_dir])
     cmd = [str(toolchain.node), str(tsc), "--noEmit", "--pretty", "false", "-p", str(config)]
-    try:
-        done = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
-                              timeout=TYPECHECK_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
+    done = box.run(cmd, cwd=project, env=env, timeout_s=TYPECHECK_TIMEOUT_S)
+    if done.timed_out:
         return [f"tsc did not finish within {TYPECHECK_TIMEOUT_S}s"]
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    output = done.stdout + "\n" + done.stderr
-    problems = parse_tsc_output(output, ignore)
+    problems = parse_tsc_output(done.output, ignore)
     if done.returncode != 0 and not problems and not ignore:
-        return [f"tsc exited {done.returncode}: {output.strip()[-800:]}"]
+        return [f"tsc exited {done.returncode}: {done.output.strip()[-800:]}"]
     return problems
 
 
@@ -315,38 +264,29 @@ class NodeRuntime(Runtime):
     name = "node"
     source_suffixes = source.JS_SUFFIXES
 
-    def install(self, workspace: Path) -> Installation:
+    def install(self, work: Workdir) -> Installation:
         started = time.perf_counter()
-        manifest = read_manifest(workspace)
+        workdir = work.copy
+        manifest = read_manifest(workdir)
         try:
-            toolchain = ensure_toolchain()
+            toolchain = ensure_toolchain()  # the pinned toolchain: no input of the workspace's
         except ToolchainError as exc:
             raise InstallError(str(exc), infra=True) from exc
-        lockfile = find_lockfile(workspace)
-        base = cache_dir() / "node-work"
-        base.mkdir(parents=True, exist_ok=True)
-        _prune_private(base)
-        private = Path(tempfile.mkdtemp(prefix="grade-", dir=base))
-        workdir = private / "workspace"
+        lockfile = find_lockfile(workdir)
         timings: dict[str, float] = {}
-        try:
-            copy_workspace(workspace, workdir)
-            how = " ".join(["npm", *_npm_command(lockfile)])
-            if needs_private_install(manifest):
-                run_npm(toolchain, _npm_command(lockfile), workdir, private / "home")
-                how += ": private node_modules (local references)"
-            else:
-                t = time.perf_counter()
-                modules, reused = ensure_modules(manifest, lockfile, toolchain)
-                timings["modules_s"] = time.perf_counter() - t
-                t = time.perf_counter()
-                link_tree(modules, workdir / "node_modules")
-                timings["link_s"] = time.perf_counter() - t
-                how += f": {'reused' if reused else 'new'} node_modules {modules.parent.name}"
-        except BaseException:
-            shutil.rmtree(private, ignore_errors=True)
-            raise
-        node_modules = workdir / "node_modules"
+        how = " ".join(["npm", *_npm_command(lockfile)])
+        ro_binds: list[tuple[Path, Path]] = []
+        if needs_private_install(manifest):
+            box: str | None = run_npm(toolchain, _npm_command(lockfile), workdir, work.scratch)
+            node_modules = workdir / "node_modules"
+            how += ": private node_modules (local references)"
+        else:
+            t = time.perf_counter()
+            node_modules, reused, box = ensure_modules(manifest, lockfile, toolchain, work.scratch)
+            timings["modules_s"] = time.perf_counter() - t
+            (workdir / "node_modules").mkdir(exist_ok=True)  # where the shared set is bound, read-only
+            ro_binds.append((node_modules, workdir / "node_modules"))
+            how += f": {'reused' if reused else 'new'} node_modules {node_modules.parent.name}"
         versions = {sdk: package_version(node_modules, pkg) for sdk, pkg in _SDK_PACKAGES.items()}
         sdk = next(((p, v) for p, v in ((p, versions[s]) for s, p in _SDK_PACKAGES.items()) if v), None)
         declaration = "package.json" + (f" + {lockfile.name}" if lockfile else "")
@@ -354,61 +294,76 @@ class NodeRuntime(Runtime):
         timings["install_s"] = time.perf_counter() - started
         return NodeInstallation(
             detail=detail,
-            path_prefix=[node_modules / ".bin", toolchain.bin_dir],
+            path_prefix=[workdir / "node_modules" / ".bin", toolchain.bin_dir],
             interpreter=toolchain.node,
             versions=versions,
-            private_root=private,
-            run_dir=workdir,
-            workspace=workspace,
+            runtime_roots=[toolchain.root],
+            ro_binds=ro_binds,
+            box=box,
             workdir=workdir,
+            node_modules=node_modules,
             toolchain=toolchain,
             declares_typescript="typescript" in _declared(manifest),
             timings=timings,
         )
 
-    def typecheck(self, workspace: Path, installation: Installation | None) -> list[str]:
-        files = self.source_files(workspace)
+    def typecheck(self, work: Workdir, installation: Installation | None) -> list[str]:
+        files = self.source_files(work.copy)
         if not files:
             return ["no TypeScript or JavaScript source files in the workspace"]
-        rel = [f.relative_to(workspace).as_posix() for f in files]
+        rel = [f.relative_to(work.copy).as_posix() for f in files]
         if not isinstance(installation, NodeInstallation) or installation.toolchain is None:
-            return self._typecheck_uninstalled(workspace, files)
+            return self._typecheck_uninstalled(work, rel)
+        box = StepBox(work.scratch, net="none", ro_paths=[installation.toolchain.root], ro_binds=installation.ro_binds)
+        work.isolation["typecheck"] = box.description
+        try:
+            return self._typecheck_installed(work, installation, rel, box)
+        finally:
+            box.close()
+
+    def _typecheck_installed(self, work: Workdir, installation: NodeInstallation, rel: list[str],
+                             box: StepBox) -> list[str]:
+        assert installation.toolchain is not None
         toolchain, workdir = installation.toolchain, installation.workdir
-        own_tsc = workdir / "node_modules" / "typescript" / "bin" / "tsc"
-        tsc = own_tsc if installation.declares_typescript and own_tsc.is_file() else toolchain.tsc
+        declared_tsc = Path("typescript") / "bin" / "tsc"
+        own = installation.declares_typescript and (installation.node_modules / declared_tsc).is_file()
+        tsc = workdir / "node_modules" / declared_tsc if own else toolchain.tsc
         if (workdir / "tsconfig.json").is_file():
-            problems = run_tsc(toolchain, tsc, workdir, workdir / "tsconfig.json")
+            problems = run_tsc(box, toolchain, tsc, workdir, workdir / "tsconfig.json", work.scratch)
             # A tsconfig whose include matches none of the files (a JS workspace): check them with the defaults.
             if not any(p.startswith("TS18003") for p in problems):
                 return problems
         config = workdir / DEFAULT_TSCONFIG
         roots = [workdir / "node_modules" / "@types", toolchain.types_root]
         config.write_text(json.dumps(default_tsconfig(rel, roots), indent=2))
-        return run_tsc(toolchain, tsc, workdir, config)
+        return run_tsc(box, toolchain, tsc, workdir, config, work.scratch)
 
-    def _typecheck_uninstalled(self, workspace: Path, files: list[Path]) -> list[str]:
+    def _typecheck_uninstalled(self, work: Workdir, rel: list[str]) -> list[str]:
         """Source-imports tasks have no install: check with the pinned tsc, packages unresolved (their types are
-        `any`), from a config outside the workspace."""
+        `any`), from a config outside the copy."""
         try:
             toolchain = ensure_toolchain()
         except ToolchainError as exc:
             raise InstallError(str(exc), infra=True) from exc
-        (cache_dir() / "scratch").mkdir(parents=True, exist_ok=True)
-        project = Path(tempfile.mkdtemp(prefix="tsc-", dir=cache_dir() / "scratch"))
+        project = work.scratch / "tsc-config"
+        project.mkdir(exist_ok=True)
+        config = project / "tsconfig.json"
+        files = [str(work.copy / r) for r in rel]
+        config.write_text(json.dumps(default_tsconfig(files, [toolchain.types_root])))
+        box = StepBox(work.scratch, net="none", ro_paths=[toolchain.root], ro_binds=[])
+        work.isolation["typecheck"] = box.description
         try:
-            config = project / "tsconfig.json"
-            config.write_text(json.dumps(default_tsconfig([str(f) for f in files], [toolchain.types_root])))
-            # From the workspace, so tsc names files relative to it (it writes nothing: noEmit, no incremental).
-            return run_tsc(toolchain, toolchain.tsc, workspace, config, ignore=_UNRESOLVED_CODES)
+            # From the copy, so tsc names files relative to it (it writes nothing: noEmit, no incremental).
+            return run_tsc(box, toolchain, toolchain.tsc, work.copy, config, work.scratch, ignore=_UNRESOLVED_CODES)
         finally:
-            shutil.rmtree(project, ignore_errors=True)
+            box.close()
 
     def default_start_command(self, installation: Installation, entry: Path) -> list[str]:
         """`tsx <entry>` (tsx's loader in the pinned node, one process) for TypeScript, `node <entry>` for
-        JavaScript; the grader runs it in the private copy (`Installation.run_dir`)."""
+        JavaScript; the grader runs it in the copy."""
         assert isinstance(installation, NodeInstallation) and installation.toolchain is not None
         toolchain = installation.toolchain
-        rel = entry.relative_to(installation.workspace).as_posix()
+        rel = entry.relative_to(installation.workdir).as_posix()
         runner = [str(toolchain.node)]
         if entry.suffix in _TS_SUFFIXES:
             runner += ["--import", toolchain.tsx_loader.as_uri()]

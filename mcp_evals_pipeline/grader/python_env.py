@@ -1,10 +1,15 @@
 """The install stage of the python runtime: a workspace's declared dependencies in an environment of their own.
 
-Environments live outside the workspace (the agent's own .venv, if any, is never trusted) and are built with uv
-from a shared download cache. An environment is reused for an identical dependency declaration on the same UTC
-day: identical inputs give an identical environment, a warm install costs nothing, and unpinned requirements
-are re-resolved daily so a new SDK release reaches the next day's trials. Declarations that point at local paths
-(`-e .`, `./pkg`, `file:`) cannot be keyed by content and get a private environment every time.
+Installing runs agent-controlled code (a local package's build backend, a `setup.py`), so uv runs in an install
+box (grader/boxes.py): only the grading's scratch writable, the registries through the egress allow-list, a
+private uv cache. Environments live outside the workspace (the agent's own .venv is never trusted).
+
+Shared environments. A declaration that names only registry packages (no local paths, no pip options, no dynamic
+metadata) builds no code of the workspace: its environment is keyed by the declaration (with every file it
+includes), the Python version and the UTC day, built into a staging directory and promoted, sealed, only after it
+finished (grader/build_cache.py); identical inputs reuse it for free, and unpinned requirements re-resolve daily so
+a new SDK release reaches the next day's trials. Any other declaration gets a private environment in the
+grading's scratch, removed with it.
 """
 
 from __future__ import annotations
@@ -14,25 +19,28 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
 from uv import find_uv_bin
 
+from mcp_evals_pipeline import procs
+from mcp_evals_pipeline.grader import build_cache
+from mcp_evals_pipeline.grader.boxes import StepBox
 from mcp_evals_pipeline.paths import cache_dir
 
 INSTALL_TIMEOUT_S = 600
-_LOCAL_REFERENCE = re.compile(r"(^\s*-e\b|^\s*\.|file:|(^|\s)\.{1,2}/|^\s*/)", re.MULTILINE)
+DECLARATIONS = ("requirements.txt", "pyproject.toml")
+_LOCAL_REFERENCE = re.compile(r"(^\s*-e\b|^\s*\.|file:|(^|\s)\.{1,2}/|^\s*/|@\s*(git\+|https?:))",
+                              re.MULTILINE)
+# Any pip option but an include: --find-links, --index-url, --editable... (they can name local code or indexes)
+_OPTION_LINE = re.compile(r"^\s*-(?!r\b|c\b|-requirement\b|-constraint\b)", re.MULTILINE)
 _NETWORK_TROUBLE = ("dns error", "error sending request", "connection refused", "operation timed out",
                     "failed to fetch", "network is unreachable", "tls handshake")
-COMPLETE_MARKER = ".mcp-evals-complete"
-_NETWORK_SETTINGS = {"SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
-                     "UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL", "UV_INDEX", "UV_NATIVE_TLS"}
+_NETWORK_SETTINGS = {"SSL_CERT_FILE", "SSL_CERT_DIR", "UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_EXTRA_INDEX_URL",
+                     "UV_INDEX"}
 
 
 class InstallError(Exception):
@@ -47,7 +55,8 @@ class PythonEnv:
     root: Path
     reused: bool
     declaration: str
-    private: bool  # True: built for this workspace only; the caller removes it
+    private: bool  # True: built for this workspace only, in the grading's scratch
+    box: str | None = None  # where it was built (None: reused, nothing ran)
 
     @property
     def python(self) -> Path:
@@ -68,95 +77,148 @@ class PythonEnv:
 
 
 def find_declaration(workspace: Path) -> Path | None:
-    for name in ("requirements.txt", "pyproject.toml"):
+    for name in DECLARATIONS:
         if (workspace / name).is_file():
             return workspace / name
     return None
 
 
-def _validate_pyproject(path: Path) -> None:
+def _validate_pyproject(path: Path) -> bool:
+    """Raises InstallError for a pyproject.toml that declares nothing; returns whether it is shareable (static
+    dependencies, no uv sources: reading it builds nothing)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InstallError(f"pyproject.toml does not parse: {exc}", infra=False) from exc
-    deps = data.get("project", {}).get("dependencies")
-    if not isinstance(deps, list) or not deps:
+    project = data.get("project", {})
+    deps = project.get("dependencies")
+    dynamic = project.get("dynamic") or []
+    if "dependencies" not in dynamic and (not isinstance(deps, list) or not deps):
         raise InstallError("pyproject.toml declares no [project] dependencies", infra=False)
+    local = _LOCAL_REFERENCE.search("\n".join(str(d) for d in deps or []))
+    return not dynamic and "sources" not in data.get("tool", {}).get("uv", {}) and not local
 
 
-def _run_uv(args: list[str], cwd: Path, uv_cache: Path) -> None:
+def _uv_env(uv_cache: Path) -> dict[str, str]:
     env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": os.environ.get("HOME", "/tmp"),
         "UV_CACHE_DIR": str(uv_cache),
         "UV_NO_CONFIG": "1",
         "UV_HTTP_TIMEOUT": "60",
+        "UV_PYTHON_DOWNLOADS": "never",
+        # The box trusts what the host trusts: its CA store (read-only /etc/ssl), not uv's bundled roots.
+        "UV_NATIVE_TLS": "1",
     }
-    # Only the host's network settings pass: certificates, proxies and an index mirror.
-    env.update({k: v for k, v in os.environ.items() if k.upper() in _NETWORK_SETTINGS})
-    try:
-        proc = subprocess.run([find_uv_bin(), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise InstallError(f"uv {args[0]} timed out after {INSTALL_TIMEOUT_S}s", infra=True) from exc
-    if proc.returncode != 0:
-        message = (proc.stderr or proc.stdout).strip()
+    # Only the host's network settings pass: certificates, an index mirror (the box brings its own proxy).
+    env.update({k: v for k, v in os.environ.items() if k.upper() in _NETWORK_SETTINGS and "PROXY" not in k.upper()})
+    return env
+
+
+def _run_uv(box: StepBox, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    done = box.run([str(_uv_bin()), *args], cwd=cwd, env=env, timeout_s=INSTALL_TIMEOUT_S)
+    if done.timed_out:
+        raise InstallError(f"uv {args[0]} timed out after {INSTALL_TIMEOUT_S}s", infra=True)
+    if done.returncode != 0:
+        message = done.output.strip()
         infra = any(s in message.lower() for s in _NETWORK_TROUBLE)
         raise InstallError(f"uv {' '.join(args[:2])} failed: {message[-2000:]}", infra=infra)
 
 
-def _build(root: Path, declaration: Path, workspace: Path, uv_cache: Path) -> None:
-    _run_uv(["venv", "--quiet", "--python", sys.executable, str(root)], workspace, uv_cache)
-    _run_uv(["pip", "install", "--quiet", "--compile-bytecode", "--python", str(root / "bin" / "python"),
-             "-r", str(declaration)], workspace, uv_cache)
+def _uv_bin() -> Path:
+    return Path(find_uv_bin()).resolve()
 
 
-def ensure_env(workspace: Path, today: dt.date | None = None) -> PythonEnv:
-    """Install the workspace's declared dependencies; raises InstallError (contract or infra)."""
+def _base_python() -> Path:
+    """The interpreter environments are made from: the harness's base interpreter (not its venv, in the checkout)."""
+    return Path(sys.executable).resolve()
+
+
+def _build(target: Path, declaration: Path, workspace: Path, scratch: Path) -> str:
+    """Create the environment at target, in an install box; returns the box's description."""
+    uv_cache = scratch / "uv-cache"  # private: no trial writes a cache another trial reads
+    env = {**procs.sanitized_env(home=scratch / "home", tmp=scratch / "tmp"), **_uv_env(uv_cache)}
+    box = StepBox(scratch, net="proxy", ro_paths=[_uv_bin(), Path(sys.base_prefix).resolve()], ro_binds=[])
+    try:
+        # --relocatable: a staged environment keeps working after it is renamed to its key
+        _run_uv(box, ["venv", "--quiet", "--relocatable", "--python", str(_base_python()), str(target)],
+                workspace, env)
+        _run_uv(box, ["pip", "install", "--quiet", "--compile-bytecode", "--python", str(target / "bin" / "python"),
+                      "-r", str(declaration)], workspace, env)
+    finally:
+        box.close()
+        shutil.rmtree(uv_cache, ignore_errors=True)
+    return box.description
+
+
+def ensure_env(workspace: Path, scratch: Path, outside: list[str] | None = None,
+               today: dt.date | None = None) -> PythonEnv:
+    """Install the declared dependencies of `workspace` (the grading's copy; `outside`: the links the copy left
+    out, see grader/scratch.py) in an install box; raises InstallError (contract or infra) or NoBox."""
     declaration = find_declaration(workspace)
     if declaration is None:
+        for name in DECLARATIONS:
+            if name in (outside or []):
+                raise InstallError(f"{name} is a symlink to a path outside the workspace: refused (its target is "
+                                   "never read)", infra=False)
         raise InstallError("no requirements.txt or pyproject.toml declares the dependencies", infra=False)
     if declaration.name == "pyproject.toml":
-        _validate_pyproject(declaration)
-    content = declaration.read_bytes()
-    uv_cache = cache_dir() / "uv"
-    envs = cache_dir() / "envs"
-    envs.mkdir(parents=True, exist_ok=True)
+        files = [declaration]
+        shareable = _validate_pyproject(declaration)
+    else:
+        files = requirement_files(declaration, workspace, outside or [])
+        text = "\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
+        shareable = not _LOCAL_REFERENCE.search(text) and not _OPTION_LINE.search(text)
 
-    if _LOCAL_REFERENCE.search(content.decode("utf-8", errors="replace")):
-        root = Path(tempfile.mkdtemp(prefix="private-", dir=envs))
-        shutil.rmtree(root)
-        try:
-            _build(root, declaration, workspace, uv_cache)
-        except InstallError:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        return PythonEnv(root, reused=False, declaration=declaration.name, private=True)
+    if not shareable:  # the declaration builds local code: that code may touch its environment; never shared
+        root = scratch / "env"
+        box = _build(root, declaration, workspace, scratch)
+        return PythonEnv(root, reused=False, declaration=declaration.name, private=True, box=box)
 
-    day = (today or dt.datetime.now(dt.UTC).date()).isoformat()
-    key = hashlib.sha256(b"\0".join([declaration.name.encode(), content, sys.version.encode(), day.encode()]))
-    root = envs / key.hexdigest()[:20]
-    with FileLock(str(root) + ".lock"):
-        if (root / COMPLETE_MARKER).exists():
-            return PythonEnv(root, reused=True, declaration=declaration.name, private=False)
-        shutil.rmtree(root, ignore_errors=True)
-        try:
-            _build(root, declaration, workspace, uv_cache)
-        except InstallError:
-            shutil.rmtree(root, ignore_errors=True)
-            raise
-        (root / COMPLETE_MARKER).write_text(day + "\n")
-    _prune_stale(envs, keep_days=2)
-    return PythonEnv(root, reused=False, declaration=declaration.name, private=False)
+    parts = [declaration.name.encode(), *(f.relative_to(workspace).as_posix().encode() + b"\0" + f.read_bytes()
+                                          for f in files), sys.version.encode(), build_cache.today_key(today).encode()]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:20]
+    described: list[str] = []
+
+    def build(stage: Path) -> None:
+        described.append(_build(stage, declaration, workspace, scratch))
+
+    root, reused = build_cache.cached_build(cache_dir() / "envs", key, scratch / f"stage-{key}", build, today)
+    return PythonEnv(root, reused=reused, declaration=declaration.name, private=False,
+                     box=described[0] if described else None)
 
 
-def _prune_stale(envs: Path, keep_days: int) -> None:
-    """Drop shared environments built more than keep_days ago (a grade still using one started days ago)."""
-    cutoff = (dt.datetime.now(dt.UTC).date() - dt.timedelta(days=keep_days)).isoformat()
-    for marker in envs.glob(f"*/{COMPLETE_MARKER}"):
-        try:
-            built = marker.read_text().strip()
-        except OSError:
+_INCLUDE = re.compile(r"^\s*(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)", re.MULTILINE)
+
+
+def requirement_files(declaration: Path, workspace: Path, outside: list[str]) -> list[Path]:
+    """The declaration and every file it includes (`-r`, `-c`), each checked to be the workspace's own before
+    anything reads it: an include of a path outside the workspace (or of a link leaving it) is refused with the
+    reason and without its content."""
+    seen: list[Path] = []
+    pending = [declaration]
+    while pending:
+        path = pending.pop()
+        if path in seen:
             continue
-        if built < cutoff:
-            shutil.rmtree(marker.parent, ignore_errors=True)
+        seen.append(path)
+        rel = path.relative_to(workspace).as_posix()
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for number, line in enumerate(text.splitlines(), 1):
+            match = _INCLUDE.match(line)
+            if not match:
+                continue
+            named = match.group(1)
+            target = (path.parent / named)
+            where = f"{rel} line {number} includes {named!r}"
+            if named.startswith(("/", "~")) or "://" in named or not _inside(target, workspace):
+                raise InstallError(f"{where}, a file outside the workspace: refused (it is never read)", infra=False)
+            target_rel = Path(os.path.normpath(target)).relative_to(workspace).as_posix()
+            if target_rel in outside:
+                raise InstallError(f"{where}, a symlink to a path outside the workspace: refused (it is never read)",
+                                   infra=False)
+            if target.is_file():
+                pending.append(Path(os.path.normpath(target)))
+    return seen
+
+
+def _inside(path: Path, workspace: Path) -> bool:
+    return Path(os.path.normpath(path)).is_relative_to(workspace) and path.resolve().is_relative_to(workspace)

@@ -5,16 +5,16 @@ Everything after `start` speaks MCP over HTTP and is the same for every runtime.
 
 from __future__ import annotations
 
-import shutil
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_evals_pipeline.contracts.grade import SdkPath
 from mcp_evals_pipeline.grader import python_env, source
 from mcp_evals_pipeline.grader.python_env import InstallError
+from mcp_evals_pipeline.grader.scratch import Workdir
 
-__all__ = ["RUNTIMES", "InstallError", "Installation", "Runtime", "runtime_for"]
+__all__ = ["RUNTIMES", "InstallError", "Installation", "Runtime", "Workdir", "runtime_for"]
 
 
 @dataclass
@@ -25,17 +25,14 @@ class Installation:
     path_prefix: list[Path]
     interpreter: Path
     versions: dict[str, str | None]  # sdkPath -> installed version of that SDK
-    private_root: Path | None = None
-    # Where build and server commands run: a grader-private copy of the workspace when the runtime needs its
-    # dependencies beside the code (node_modules); None runs them in the workspace itself.
-    run_dir: Path | None = None
+    # What the runtime reads, mounted read-only in every later box: its environment or toolchain ...
+    runtime_roots: list[Path] = field(default_factory=list)
+    # ... and (host path, path in the copy) read-only binds, e.g. a shared node_modules over <copy>/node_modules.
+    ro_binds: list[tuple[Path, Path]] = field(default_factory=list)
+    box: str | None = None  # the install box's description (None: a reused build, no code ran)
 
     def sdk_version(self, sdk_path: SdkPath) -> str | None:
         return self.versions.get(sdk_path) or self.versions.get("official-sdk")
-
-    def close(self) -> None:
-        if self.private_root is not None:
-            shutil.rmtree(self.private_root, ignore_errors=True)
 
 
 class Runtime(ABC):
@@ -46,12 +43,13 @@ class Runtime(ABC):
         return source.source_files(workspace, self.source_suffixes)
 
     @abstractmethod
-    def install(self, workspace: Path) -> Installation:
-        """Blocking; raises InstallError."""
+    def install(self, work: Workdir) -> Installation:
+        """Blocking, in an install box; raises InstallError (or boxes.NoBox)."""
 
     @abstractmethod
-    def typecheck(self, workspace: Path, installation: Installation | None) -> list[str]:
-        """One line per problem; empty when the workspace typechecks (source-imports tasks have no install)."""
+    def typecheck(self, work: Workdir, installation: Installation | None) -> list[str]:
+        """One line per problem; empty when the workspace typechecks (source-imports tasks have no install).
+        Whatever it runs runs in a box (recorded in work.isolation["typecheck"])."""
 
     @abstractmethod
     def default_start_command(self, installation: Installation, entry: Path) -> list[str]: ...
@@ -64,8 +62,8 @@ class PythonRuntime(Runtime):
     name = "python"
     source_suffixes = source.PY_SUFFIXES
 
-    def install(self, workspace: Path) -> Installation:
-        env = python_env.ensure_env(workspace)
+    def install(self, work: Workdir) -> Installation:
+        env = python_env.ensure_env(work.copy, work.scratch, list(work.outside))
         versions = {
             "official-sdk": env.package_version("mcp"),
             "fastmcp": env.package_version("fastmcp"),
@@ -74,14 +72,16 @@ class PythonRuntime(Runtime):
         how = "reused environment" if env.reused else ("private environment" if env.private else "new environment")
         mcp_version = versions["official-sdk"]
         detail = f"{env.declaration} -> {how} {env.root.name}" + (f" (mcp {mcp_version})" if mcp_version else "")
-        return Installation(detail, [env.bin_dir], env.python, versions, env.root if env.private else None)
+        return Installation(detail, [env.bin_dir], env.python, versions, runtime_roots=[env.root], box=env.box)
 
-    def typecheck(self, workspace: Path, installation: Installation | None) -> list[str]:
-        # Byte-compilation in memory with the grader's interpreter, which is the environment's (uv venv --python).
-        files = self.source_files(workspace)
+    def typecheck(self, work: Workdir, installation: Installation | None) -> list[str]:
+        # Byte-compilation in memory with the grader's interpreter, which is the environment's (uv venv --python):
+        # it executes nothing, and reads only the copy (no link in it leaves the workspace).
+        files = self.source_files(work.copy)
+        work.isolation["typecheck"] = "in-process byte-compilation of the copy (nothing of it runs)"
         if not files:
             return ["no .py source files in the workspace"]
-        return source.compile_errors(workspace, files)
+        return source.compile_errors(work.copy, files)
 
     def default_start_command(self, installation: Installation, entry: Path) -> list[str]:
         return [str(installation.interpreter), str(entry)]

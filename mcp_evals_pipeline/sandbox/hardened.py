@@ -319,7 +319,8 @@ class HardenedSandbox(Sandbox):
     backend = "hardened"
 
     def __init__(self, workspace: Path, extra_env: dict[str, str] | None = None, *, net: str | None = None,
-                 memory: str | int | None = None, pids: int | None = None, ro_paths: list[Path] | None = None):
+                 memory: str | int | None = None, pids: int | None = None, ro_paths: list[Path] | None = None,
+                 ro_binds: list[tuple[Path, Path]] | None = None):
         super().__init__(workspace)
         support = detect()
         if support.bwrap is None or not support.nsenter_setpriv or os.geteuid() != 0:
@@ -340,6 +341,9 @@ class HardenedSandbox(Sandbox):
                 (cache_dir() / name).mkdir(parents=True, exist_ok=True)
                 tools.append((cache_dir() / name).resolve())
         self._ro_paths = [*(ro_paths or []), *extra_ro, *tools]
+        # (host path, path in the box) read-only, over the writable workspace: e.g. a shared node_modules at
+        # <copy>/node_modules, so nothing in the box can write what other gradings share.
+        self._ro_binds = list(ro_binds or [])
         # Runners' private directories (private_dir()): bound read-write into the box at the same path.
         self._private_root = Path(tempfile.mkdtemp(prefix="sandbox-private-"))
         self._private_root.chmod(0o711)
@@ -392,6 +396,7 @@ class HardenedSandbox(Sandbox):
         private = str(self._private_root)
         cmd = [bwrap, *_mount_args(), *_ro_bind_args(self._ro_paths), *dirs,
                "--bind", ws, ws, "--bind", private, private,
+               *[arg for src, dst in self._ro_binds for arg in ("--ro-bind", str(src), str(dst))],
                "--chdir", ws,
                "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL", "--hostname", "sandbox"]

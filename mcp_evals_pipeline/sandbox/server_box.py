@@ -1,15 +1,17 @@
 """The box the graded server runs in.
 
-The server under test is code an untrusted agent wrote, and grading runs it on the host: so it runs in a bubblewrap
-box of its own when the host allows (detected, as for the hardened sandbox). It sees the system directories, its
-runtime (interpreter, environment, toolchain) and the project cache read-only, its run directory and the grader's
-scratch read-write, and nothing else of the host's filesystem: not the checkout with its `.env`, not HOME, not the
-shared environments' files for writing (they are hardlinked into other gradings). It gets its own pid, ipc and uts
-namespaces and no capabilities. The network stays the host's: the grader, the upstream fakes and the OAuth IdP
-reach it and it reaches them on the host's loopback.
+The server under test is code an untrusted agent wrote: it runs in a bubblewrap box of its own (detected, as for
+the hardened sandbox), as an unprivileged uid (nobody, no capabilities, no_new_privs: /etc/shadow and every
+root-only file stay unreadable). It sees the system directories and its runtime (interpreter, environment,
+toolchain; a shared node_modules bound over the run directory's) read-only, its run directory (the grading's copy
+of the workspace) and its HOME/TMPDIR read-write, and nothing else of the host's filesystem: not the checkout with
+its `.env`, not HOME, not the other gradings' scratch, not the shared caches for writing. It gets its own pid, ipc
+and uts namespaces. The network stays the host's: the grader, the upstream fakes and the OAuth IdP reach it and it
+reaches them on the host's loopback.
 
-Without bubblewrap the server still gets its own pid namespace (procs.pid_namespace_prefix). MCP_EVALS_SERVER_BOX=0
-turns the box off (e.g. to debug a server by hand).
+Fail closed: without a box the server does not start (grader/boxes.py: infra.sandbox), unless the debugging
+opt-out MCP_EVALS_UNSAFE_UNBOXED_GRADING=1 is set (it then gets a pid namespace, procs.pid_namespace_prefix, and
+the record says UNBOXED). MCP_EVALS_GRADER_BOX=0 disables the box as a host without bubblewrap would.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mcp_evals_pipeline import procs
-from mcp_evals_pipeline.paths import cache_dir
-from mcp_evals_pipeline.sandbox.hardened import SYSTEM_DIRS, _mount_args, detect
+from mcp_evals_pipeline.grader.boxes import SWITCH_ENV, UNBOXED, refuse, unboxed_allowed
+from mcp_evals_pipeline.sandbox.hardened import NOBODY, SYSTEM_DIRS, _chown_tree, _mount_args, detect
 
-SWITCH_ENV = "MCP_EVALS_SERVER_BOX"
-BOX_DESCRIPTION = "bwrap: ro system dirs, runtime and cache; rw run dir and scratch; pid/ipc/uts ns; caps dropped"
+BOX_DESCRIPTION = (f"bwrap: ro system dirs and runtime; rw run dir, HOME and TMPDIR; pid/ipc/uts ns; uid={NOBODY}, "
+                   "caps dropped, no_new_privs")
+_DROP = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
+         "--bounding-set=-all", "--no-new-privs", "--")
 
 
 @functools.cache
@@ -36,7 +40,7 @@ def _bwrap() -> str | None:
     if support.bwrap is None or not support.pidns:
         return None
     try:
-        done = subprocess.run([support.bwrap, *_mount_args(), "--unshare-pid", "--cap-drop", "ALL", "true"],
+        done = subprocess.run([support.bwrap, *_mount_args(), "--unshare-pid", *_DROP, "true"],
                               capture_output=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -44,14 +48,14 @@ def _bwrap() -> str | None:
 
 
 def available() -> bool:
-    return os.environ.get(SWITCH_ENV, "1") != "0" and _bwrap() is not None
+    return os.environ.get(SWITCH_ENV, "1") != "0" and os.geteuid() == 0 and _bwrap() is not None
 
 
-def runtime_roots(interpreter: Path, path_prefix: Iterable[Path]) -> list[Path]:
+def runtime_roots(interpreter: Path, path_prefix: Iterable[Path], roots: Iterable[Path] = ()) -> list[Path]:
     """What a server's runtime needs to read: the interpreter's installation (a venv's python links to a base
-    interpreter elsewhere, e.g. under ~/.pyenv), the PATH entries the runtime puts first, and the project cache
-    (environments, toolchains)."""
-    roots = [cache_dir().resolve()]
+    interpreter elsewhere, e.g. under ~/.pyenv), the PATH entries the runtime puts first, and the runtime's own
+    roots (its environment or toolchain)."""
+    roots = list(roots)
     for path in (interpreter, *path_prefix):
         resolved = path.resolve()
         if resolved.is_file():  # <prefix>/bin/<interpreter>
@@ -92,22 +96,30 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
     return kept
 
 
-def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path) -> tuple[list[str], str]:
-    """(command prefix, description) to start the graded server with. Nesting decides the order of the mounts
-    (see _binds): a writable run directory inside the read-only cache stays writable, a read-only node_modules
-    inside the writable run directory stays read-only."""
+def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path,
+           ro_binds: Iterable[tuple[Path, Path]] = ()) -> tuple[list[str], str]:
+    """(command prefix, description) to start the graded server with; raises NoBox where no box can be made
+    (unless the debugging opt-out is set). The writable paths are handed to the server's uid. Nesting decides the
+    order of the mounts (see _binds): a read-only node_modules inside the writable run directory stays read-only."""
     if not available():
-        fallback = list(procs.pid_namespace_prefix())
-        return fallback, "pid namespace" if fallback else "none"
+        if not unboxed_allowed():
+            why = f"{SWITCH_ENV}=0" if os.environ.get(SWITCH_ENV) == "0" else (
+                "not root" if os.geteuid() != 0 else "; ".join(detect().missing) or "bubblewrap does not run here")
+            raise refuse(why)
+        return list(procs.pid_namespace_prefix()), UNBOXED
     writable = _outermost(writable)
+    for path in writable:
+        path.mkdir(parents=True, exist_ok=True)
+        _chown_tree(path, NOBODY, NOBODY)
     readable = [p.resolve() for p in readable]
     inside_writable = [p for p in readable if any(p.is_relative_to(w) for w in writable)]
     elsewhere = [p for p in _outermost(p for p in readable if p not in inside_writable)
                  if p.parts[1:2] and p.parts[1] not in SYSTEM_DIRS]  # system dirs are mounted already
     mounts = [("--ro-bind", p) for p in elsewhere + inside_writable] + [("--bind", p) for p in writable]
+    binds = [arg for src, dst in ro_binds for arg in ("--ro-bind", str(src), str(dst))]
     args = [
-        _bwrap() or "bwrap", *_mount_args(), *_binds(mounts, set()),
+        _bwrap() or "bwrap", *_mount_args(), *_binds(mounts, set()), *binds,
         "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
-        "--cap-drop", "ALL", "--chdir", str(cwd), "--",
+        "--chdir", str(cwd), "--", *_DROP,
     ]
     return args, BOX_DESCRIPTION

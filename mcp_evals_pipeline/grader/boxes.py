@@ -1,0 +1,107 @@
+"""Where grading runs agent-written code: every step that touches the workspace's files runs in a box.
+
+Install (uv, npm with lifecycle scripts), typecheck (tsc) and a contract's `buildCommand` run in a `StepBox`: a
+hardened sandbox (sandbox/hardened.py: bubblewrap, system dirs read-only, only the grading's scratch writable, its
+own pid/net namespaces, no capabilities, uid nobody, cgroup limits) whose network is the egress proxy's allow-list
+(the package registries) for installs and nothing for the rest. The checkout, HOME, the harness's environment and
+/proc, the other gradings' files and the shared caches are out of its reach. The graded server runs in the server
+box (sandbox/server_box.py), also as nobody.
+
+Fail closed: when no box can be made here, agent-written code does not run: the step raises `NoBox` and the trial
+is `infra.sandbox` with the reason. `MCP_EVALS_UNSAFE_UNBOXED_GRADING=1` is the loud opt-out for debugging: the
+steps then run on the host with a sanitized environment (and the record says so). `MCP_EVALS_GRADER_BOX=0`
+disables the boxes (what a host without bubblewrap gets; tests use it to prove the fail-closed path).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_evals_pipeline import procs
+
+UNBOXED_ENV = "MCP_EVALS_UNSAFE_UNBOXED_GRADING"
+SWITCH_ENV = "MCP_EVALS_GRADER_BOX"
+UNBOXED = "UNBOXED on the host (MCP_EVALS_UNSAFE_UNBOXED_GRADING=1)"
+
+
+class NoBox(Exception):
+    """No box can be made here, and agent-written code does not run without one (infra.sandbox)."""
+
+
+def unboxed_allowed() -> bool:
+    return os.environ.get(UNBOXED_ENV, "") == "1"
+
+
+def boxes_enabled() -> bool:
+    return os.environ.get(SWITCH_ENV, "1") != "0"
+
+
+def refuse(why: str) -> NoBox:
+    return NoBox(f"agent-written code does not run without a box, and none can be made here: {why} "
+                 f"(set {UNBOXED_ENV}=1 to run it on the host, for debugging only)")
+
+
+@dataclass
+class StepResult:
+    returncode: int | None  # None: timed out
+    output: str  # stdout and stderr, interleaved
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+class StepBox:
+    """One box for one or more steps of a grading; `root` (the grading's scratch) is its only writable path."""
+
+    def __init__(self, root: Path, *, net: str, ro_paths: list[Path], ro_binds: list[tuple[Path, Path]]):
+        self.root = root
+        self._sandbox = None
+        if not boxes_enabled():
+            if not unboxed_allowed():
+                raise refuse(f"{SWITCH_ENV}=0")
+            self.description = UNBOXED
+            return
+        from mcp_evals_pipeline.sandbox.base import SandboxError
+        from mcp_evals_pipeline.sandbox.hardened import HardenedSandbox
+
+        try:
+            self._sandbox = HardenedSandbox(root, net=net, ro_paths=ro_paths, ro_binds=ro_binds, pids=1024)
+        except SandboxError as exc:
+            if not unboxed_allowed():
+                raise refuse(str(exc)) from exc
+            self.description = UNBOXED
+            return
+        self.description = self._sandbox.isolation
+
+    def run(self, argv: list[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float) -> StepResult:
+        if self._sandbox is None:  # the debugging opt-out
+            try:
+                done = subprocess.run(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True,
+                                      text=True, timeout=timeout_s, check=False, start_new_session=True)
+            except subprocess.TimeoutExpired:
+                return StepResult(None, "")
+            return StepResult(done.returncode, done.stdout + done.stderr)
+        # The box's own environment (sanitized, HOME and TMPDIR in the box, the proxy) plus the step's.
+        own = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}
+        assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in own.items())
+        command = f"cd {shlex.quote(str(cwd))} && exec env {assigns} {shlex.join(argv)}"
+        result = self._sandbox.run(command, timeout_s)
+        return StepResult(None if result.timed_out else result.exit_code, result.output)
+
+    def close(self) -> None:
+        """Kills everything the steps left running (the box's pid namespace) and hands the files back."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
+def step_env(*, home: Path, tmp: Path, path_prefix: list[Path], extra: Mapping[str, str] | None = None
+             ) -> dict[str, str]:
+    """The sanitized environment of a step (procs.sanitized_env): nothing of the harness's."""
+    return procs.sanitized_env(home=home, tmp=tmp, path_prefix=path_prefix, extra=extra)
