@@ -13,8 +13,10 @@ Backends:
 - hardened: env, files (not mounted), /proc of the host (own pid namespace) and a host process holding the
   canary in its environment are all checked.
 
-Known gap (not the sandbox's): the grader starts the server outside any sandbox, with a sanitized env, so the
-server cannot see env canaries but could read files outside the workspace; see the report to the lead.
+The graded server runs in the server box (sandbox/server_box.py) as nobody: it must see none of them either, nor
+the harness's processes. Host canaries carry a prefix of their own (HOSTPROBE, not CANARY, which usage-eval worlds
+plant on purpose), and one of them has a name the redaction step does not treat as a secret (HOSTPROBE_PLAIN), so
+a leak cannot be hidden by redaction: only the boxes keep it out. Every results root a test used is searched.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from pathlib import Path
 
 import pytest
 
-from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.sandbox.hardened import detect
 from mcp_evals_pipeline.store import TrialStore
@@ -38,20 +39,26 @@ from .conftest import REPO, TASKS
 
 TASK = "v2-01-basic-tool-server"
 ENV_SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "HF_TOKEN",
-               "MCP_EVALS_CANARY")
-# The server prints its whole environment (and whatever it can find in its parent's) on start.
+               "MCP_EVALS_CANARY", "HOSTPROBE_PLAIN")
+# The server prints its whole environment on start, then every /proc/*/environ it can read and how many processes
+# it can see whose command line is the harness's (`run_trial`).
 SERVER_PROBE = (
-    "import sys as _sys\n"
+    "import sys as _sys, glob as _glob\n"
     "print('SERVER-ENV', dict(os.environ), file=_sys.stderr, flush=True)\n"
-    "try:\n"
-    "    print('SERVER-PARENT-ENV', open(f'/proc/{os.getppid()}/environ').read(), file=_sys.stderr, flush=True)\n"
-    "except OSError as _exc:\n"
-    "    print('SERVER-PARENT-ENV unreadable', _exc, file=_sys.stderr, flush=True)\n"
+    "_seen, _harness = [], 0\n"
+    "for _d in _glob.glob('/proc/[0-9]*'):\n"
+    "    try:\n"
+    "        _harness += 'run_trial' in open(_d + '/cmdline').read()\n"
+    "        print('SERVER-PROC-ENV', _d, open(_d + '/environ').read(), file=_sys.stderr, flush=True)\n"
+    "        _seen.append(_d)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "print('SERVER-PROC-SCAN', f'readable={len(_seen)}', f'harness={_harness}', file=_sys.stderr, flush=True)\n"
 )
 
 
 def _canary(name: str) -> str:
-    return f"CANARY-{name}-{uuid.uuid4().hex}"
+    return f"HOSTPROBE-{name}-{uuid.uuid4().hex}"
 
 
 def _session(tmp_path: Path, probes: list[str]) -> Path:
@@ -141,6 +148,16 @@ def _assert_no_canary(texts: dict[str, str], canaries: list[str]) -> None:
     assert not leaks, f"canaries leaked: {leaks}"
 
 
+def _assert_results_root_clean(tmp_path: Path, canaries: list[str]) -> None:
+    """Every file of the results root and the database the trial wrote (the planted secrets file aside)."""
+    found = []
+    for path in [*(tmp_path / "runs").rglob("*"), tmp_path / "evals.duckdb"]:
+        if path.is_file() and not path.is_symlink() and path.name != "secrets.env":
+            data = path.read_bytes()
+            found += [(str(path), c) for c in canaries if c.encode() in data]
+    assert not found, f"canaries in the results root: {found}"
+
+
 def _assert_probes_ran(record, trial_dir: Path) -> None:
     assert record.valid and record.grade.contract_pass, (record.error, record.grade.failure_code)
     texts = _texts(trial_dir)
@@ -158,6 +175,7 @@ def test_local_backend_keeps_env_canaries_out(tmp_path: Path, monkeypatch: pytes
     # Only the environment as the harness sees it: the local backend hides neither files nor other processes'
     # /proc entries (its documented limit), so a root agent could read the harness's *initial* environment.
     _assert_no_canary(_texts(trial_dir), env_canaries)
+    _assert_results_root_clean(tmp_path, env_canaries)
 
 
 _support = detect()
@@ -183,18 +201,20 @@ def test_hardened_backend_keeps_env_file_and_proc_canaries_out(tmp_path: Path,
     # The server's own environment (the grader's sanitized env) carries none either.
     server_env = next(line for line in texts["server.log"].splitlines() if line.startswith("SERVER-ENV"))
     _assert_no_canary({"server.log SERVER-ENV": server_env}, env_canaries)
+    _assert_results_root_clean(tmp_path, [*env_canaries, *files])
 
 
 def test_the_graded_server_cannot_read_the_harness_environment(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """The grader starts the server in a pid namespace of its own with its own /proc (procs.pid_namespace_prefix):
-    the harness's /proc/<pid>/environ is out of its sight. (Files the harness can read still are: the server runs
-    on the host; a hardened grading box is the next step.)"""
-    if not procs.pid_namespace_prefix():
-        pytest.skip("this host cannot give the server a pid namespace (unshare --pid --mount-proc)")
+    """The server box gives the server a pid namespace and /proc of its own and runs it as nobody: no process of
+    the harness is visible (so no /proc/<pid>/environ of it is either), and no environ it can read holds a canary.
+    No skip: where no box can be made grading fails closed, and this test with it."""
     backend = "hardened" if _support.can_harden else "local"
-    record, trial_dir, env_canaries, _files = _run(tmp_path, monkeypatch, backend, initial_env=True)
+    record, trial_dir, env_canaries, files = _run(tmp_path, monkeypatch, backend, initial_env=True)
     assert record.valid and record.grade.contract_pass, (record.error, record.grade.failure_code)
     server_log = (trial_dir / "server.log").read_text()
-    assert "SERVER-PARENT-ENV" in server_log
+    scan = next(line for line in server_log.splitlines() if line.startswith("SERVER-PROC-SCAN"))
+    assert "harness=0" in scan, scan  # the harness process (python -c ... run_trial) is out of sight
+    assert "readable=0" not in scan, scan  # the scan ran: the server reads at least its own environ
     _assert_no_canary({"server.log": server_log}, env_canaries)
+    _assert_results_root_clean(tmp_path, [*env_canaries, *files])
