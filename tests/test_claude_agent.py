@@ -203,18 +203,26 @@ def test_api_errors_the_cli_gives_up_on_are_infra_model_api(tmp_path: Path, api_
     assert not list(trial.workspace.iterdir())
 
 
+# Budgets the tests below expect to run out. Before it does, the CLI must start and make its first requests (about
+# 1-2 s here, many more on a loaded 2-core machine): a budget that a slow start could eat would fail them for the
+# wrong reason. Not killed at the budget, each would run on for a minute or more (ten retries with backoff; a 60 s
+# command), far beyond budget + slack.
+KILL_BUDGET_S = 15.0
+KILL_SLACK_S = 15.0
+
+
 def test_api_errors_still_retried_when_the_budget_ends_are_infra_model_api(tmp_path: Path, api_key: str) -> None:
     """The CLI's own retry policy (10 retries, long backoff) outlasts the budget: killed at the budget, and the
     endpoint is to blame, not the agent."""
     task = get_task(TASK_ID, TASKS)
     with ScriptedMessages([failure(500, "scripted outage", repeat=True)]) as api:
-        trial = run_agent(task, tmp_path, time_budget_s=6, options={"base_url": api.base_url})
+        trial = run_agent(task, tmp_path, time_budget_s=KILL_BUDGET_S, options={"base_url": api.base_url})
     result = trial.result
     assert result.infra_reason == "infra.model_api", result.error
     assert "time budget" in (result.error or "") and "HTTP 500" in (result.error or "")
     assert not result.budget_exhausted
     assert len(api.agent_requests) >= 2
-    assert trial.seconds < 6 + 10  # the budget, plus the kill and the reaping
+    assert trial.seconds < KILL_BUDGET_S + KILL_SLACK_S  # the budget, plus the kill and the reaping
     assert not running_under(tmp_path)
 
 
@@ -225,12 +233,12 @@ def test_running_out_of_time_is_a_valid_budget_exhaustion(tmp_path: Path, api_ke
                              "timeout": 120000})
     script = [turn("Waiting for something slow.", [slow], input_tokens=500, output_tokens=20)]
     with ScriptedMessages(script) as api:
-        trial = run_agent(task, tmp_path, time_budget_s=6, options={"base_url": api.base_url})
+        trial = run_agent(task, tmp_path, time_budget_s=KILL_BUDGET_S, options={"base_url": api.base_url})
     result = trial.result
     assert result.infra_reason is None, result.error
     assert result.budget_exhausted
     assert result.perf.turns == 1 and result.perf.tool_calls == 1 and result.perf.tokens_in == 500
-    assert trial.seconds < 6 + 10
+    assert trial.seconds < KILL_BUDGET_S + KILL_SLACK_S
     assert any("time budget" in (e.text or "") for e in trial.of_type("info"))
     # The whole tree is gone: the CLI and the command it was running.
     assert not naming(marker)
