@@ -79,8 +79,7 @@ def main() -> None:
     for i in range(3):
         with workdir_for(golden) as work:
             started = time.perf_counter()
-            env = ensure_env(work.copy, work.scratch,
-                             today=dt.date(2000, 1, 1) + dt.timedelta(days=int(time.time()) % 10000 + i))
+            env = ensure_env(work, today=dt.date(2000, 1, 1) + dt.timedelta(days=int(time.time()) % 10000 + i))
             builds.append((time.perf_counter() - started) * 1000)
             shutil.rmtree(env.root, ignore_errors=True)
     print(f"\ninstall, new environment in an install box (private download cache): median "

@@ -309,7 +309,7 @@ class Grading:
             if exc.infra:
                 raise InfraFailure("infra.install", exc.detail) from exc
             raise StepFailed(exc.detail) from exc
-        self.work.isolation["install"] = self.installation.box or "reused build: nothing ran"
+        self.work.isolation.setdefault("install", "reused build: nothing ran")
         return self.installation.detail
 
     async def _typecheck(self) -> str | None:

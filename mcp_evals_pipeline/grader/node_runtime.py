@@ -132,7 +132,10 @@ def _reduced_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
 def _npm_failure(args: list[str], output: str) -> InstallError:
     codes = re.findall(r"npm (?:error|ERR!) code (\S+)", output)
     lines = []
+    script_output = []  # a failing lifecycle script's own lines: what its author needs to see
     for raw in output.splitlines():
+        if raw.strip() and not raw.startswith(("npm ", ">")):
+            script_output.append(raw.strip())
         # "npm error 404  The requested resource ..." -> "The requested resource ..."
         line = re.sub(r"^npm (?:error|ERR!)(\s+\d{3}(?=\s|$))?", "", raw).strip()
         if line.startswith(("Clean install a project", "Usage:")):
@@ -142,16 +145,20 @@ def _npm_failure(args: list[str], output: str) -> InstallError:
         if line not in lines:
             lines.append(line)
     message = "; ".join(lines) or output.strip()[-1500:]
+    if script_output and any(line.startswith("command sh -c") for line in lines):
+        message += " | script output: " + " / ".join(script_output)[-1000:]
     infra = bool(set(codes) & _INFRA_CODES) or any(s in output.lower() for s in _NETWORK_TROUBLE)
     code = f" ({codes[0]})" if codes else ""
     return InstallError(f"npm {args[0]} failed{code}: {message[:2000]}", infra=infra)
 
 
-def run_npm(toolchain: Toolchain, args: list[str], cwd: Path, scratch: Path) -> str:
+def run_npm(toolchain: Toolchain, args: list[str], cwd: Path, work: Workdir) -> str:
     """npm in an install box (its own download cache in the scratch); returns the box's description."""
+    scratch = work.scratch
     env = {**npm_env(scratch / "home", [toolchain.bin_dir]), "npm_config_cache": str(scratch / "npm-cache")}
     cmd = toolchain.npm(*args, "--no-audit", "--no-fund", "--loglevel=error", "--include=dev")
     box = StepBox(scratch, net="proxy", ro_paths=[toolchain.root], ro_binds=[])
+    work.isolation["install"] = box.description
     try:
         done = box.run(cmd, cwd=cwd, env=env, timeout_s=INSTALL_TIMEOUT_S)
     finally:
@@ -169,17 +176,17 @@ def _npm_command(lockfile: Path | None) -> list[str]:
 
 
 def _build_modules(root: Path, manifest: dict[str, Any], lockfile: Path | None, toolchain: Toolchain,
-                   scratch: Path) -> str:
+                   work: Workdir) -> str:
     root.mkdir(parents=True)
     (root / "package.json").write_text(json.dumps(_reduced_manifest(manifest), indent=2) + "\n")
     if lockfile is not None:
         shutil.copyfile(lockfile, root / lockfile.name)
-    box = run_npm(toolchain, _npm_command(lockfile), root, scratch)
+    box = run_npm(toolchain, _npm_command(lockfile), root, work)
     (root / "node_modules").mkdir(exist_ok=True)  # a manifest without dependencies installs nothing
     return box
 
 
-def ensure_modules(manifest: dict[str, Any], lockfile: Path | None, toolchain: Toolchain, scratch: Path,
+def ensure_modules(manifest: dict[str, Any], lockfile: Path | None, toolchain: Toolchain, work: Workdir,
                    today: dt.date | None = None) -> tuple[Path, bool, str | None]:
     """The shared node_modules of this dependency set (built if needed in an install box), whether it was
     reused, and the box it was built in."""
@@ -191,9 +198,10 @@ def ensure_modules(manifest: dict[str, Any], lockfile: Path | None, toolchain: T
     described: list[str] = []
 
     def build(stage: Path) -> None:
-        described.append(_build_modules(stage, manifest, lockfile, toolchain, scratch))
+        described.append(_build_modules(stage, manifest, lockfile, toolchain, work))
 
-    root, reused = build_cache.cached_build(cache_dir() / "node-envs", key, scratch / f"stage-{key}", build, today)
+    root, reused = build_cache.cached_build(cache_dir() / "node-envs", key, work.scratch / f"stage-{key}", build,
+                                            today)
     return root / "node_modules", reused, described[0] if described else None
 
 
@@ -277,12 +285,12 @@ class NodeRuntime(Runtime):
         how = " ".join(["npm", *_npm_command(lockfile)])
         ro_binds: list[tuple[Path, Path]] = []
         if needs_private_install(manifest):
-            box: str | None = run_npm(toolchain, _npm_command(lockfile), workdir, work.scratch)
+            box: str | None = run_npm(toolchain, _npm_command(lockfile), workdir, work)
             node_modules = workdir / "node_modules"
             how += ": private node_modules (local references)"
         else:
             t = time.perf_counter()
-            node_modules, reused, box = ensure_modules(manifest, lockfile, toolchain, work.scratch)
+            node_modules, reused, box = ensure_modules(manifest, lockfile, toolchain, work)
             timings["modules_s"] = time.perf_counter() - t
             (workdir / "node_modules").mkdir(exist_ok=True)  # where the shared set is bound, read-only
             ro_binds.append((node_modules, workdir / "node_modules"))

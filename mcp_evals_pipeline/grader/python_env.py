@@ -29,6 +29,7 @@ from uv import find_uv_bin
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.grader import build_cache
 from mcp_evals_pipeline.grader.boxes import StepBox
+from mcp_evals_pipeline.grader.scratch import Workdir
 from mcp_evals_pipeline.paths import cache_dir
 
 INSTALL_TIMEOUT_S = 600
@@ -132,11 +133,13 @@ def _base_python() -> Path:
     return Path(sys.executable).resolve()
 
 
-def _build(target: Path, declaration: Path, workspace: Path, scratch: Path) -> str:
+def _build(target: Path, declaration: Path, work: Workdir) -> str:
     """Create the environment at target, in an install box; returns the box's description."""
+    workspace, scratch = work.copy, work.scratch
     uv_cache = scratch / "uv-cache"  # private: no trial writes a cache another trial reads
     env = {**procs.sanitized_env(home=scratch / "home", tmp=scratch / "tmp"), **_uv_env(uv_cache)}
     box = StepBox(scratch, net="proxy", ro_paths=[_uv_bin(), Path(sys.base_prefix).resolve()], ro_binds=[])
+    work.isolation["install"] = box.description
     try:
         # --relocatable: a staged environment keeps working after it is renamed to its key
         _run_uv(box, ["venv", "--quiet", "--relocatable", "--python", str(_base_python()), str(target)],
@@ -149,14 +152,14 @@ def _build(target: Path, declaration: Path, workspace: Path, scratch: Path) -> s
     return box.description
 
 
-def ensure_env(workspace: Path, scratch: Path, outside: list[str] | None = None,
-               today: dt.date | None = None) -> PythonEnv:
-    """Install the declared dependencies of `workspace` (the grading's copy; `outside`: the links the copy left
-    out, see grader/scratch.py) in an install box; raises InstallError (contract or infra) or NoBox."""
+def ensure_env(work: Workdir, today: dt.date | None = None) -> PythonEnv:
+    """Install the declared dependencies of the grading's copy (work.outside: the links the copy left out, see
+    grader/scratch.py) in an install box; raises InstallError (contract or infra) or NoBox."""
+    workspace, outside = work.copy, list(work.outside)
     declaration = find_declaration(workspace)
     if declaration is None:
         for name in DECLARATIONS:
-            if name in (outside or []):
+            if name in outside:
                 raise InstallError(f"{name} is a symlink to a path outside the workspace: refused (its target is "
                                    "never read)", infra=False)
         raise InstallError("no requirements.txt or pyproject.toml declares the dependencies", infra=False)
@@ -164,13 +167,13 @@ def ensure_env(workspace: Path, scratch: Path, outside: list[str] | None = None,
         files = [declaration]
         shareable = _validate_pyproject(declaration)
     else:
-        files = requirement_files(declaration, workspace, outside or [])
+        files = requirement_files(declaration, workspace, outside)
         text = "\n".join(f.read_text(encoding="utf-8", errors="replace") for f in files)
         shareable = not _LOCAL_REFERENCE.search(text) and not _OPTION_LINE.search(text)
 
     if not shareable:  # the declaration builds local code: that code may touch its environment; never shared
-        root = scratch / "env"
-        box = _build(root, declaration, workspace, scratch)
+        root = work.scratch / "env"
+        box = _build(root, declaration, work)
         return PythonEnv(root, reused=False, declaration=declaration.name, private=True, box=box)
 
     parts = [declaration.name.encode(), *(f.relative_to(workspace).as_posix().encode() + b"\0" + f.read_bytes()
@@ -179,9 +182,9 @@ def ensure_env(workspace: Path, scratch: Path, outside: list[str] | None = None,
     described: list[str] = []
 
     def build(stage: Path) -> None:
-        described.append(_build(stage, declaration, workspace, scratch))
+        described.append(_build(stage, declaration, work))
 
-    root, reused = build_cache.cached_build(cache_dir() / "envs", key, scratch / f"stage-{key}", build, today)
+    root, reused = build_cache.cached_build(cache_dir() / "envs", key, work.scratch / f"stage-{key}", build, today)
     return PythonEnv(root, reused=reused, declaration=declaration.name, private=False,
                      box=described[0] if described else None)
 

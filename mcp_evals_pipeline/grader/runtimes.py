@@ -63,7 +63,7 @@ class PythonRuntime(Runtime):
     source_suffixes = source.PY_SUFFIXES
 
     def install(self, work: Workdir) -> Installation:
-        env = python_env.ensure_env(work.copy, work.scratch, list(work.outside))
+        env = python_env.ensure_env(work)
         versions = {
             "official-sdk": env.package_version("mcp"),
             "fastmcp": env.package_version("fastmcp"),
