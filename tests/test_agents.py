@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from mcp_evals_pipeline.sandbox.local import LocalSandbox
 from mcp_evals_pipeline.tasks.catalog import Task, get_task
 
 from .conftest import REPO, TASKS
-from .support.openai_server import ScriptedOpenAI, call, failure, reply
+from .support.openai_server import ScriptedOpenAI, call, failure, reply, stall
 
 TASK_IDS = ["v2-01-basic-tool-server", "v2-02-stateful-ticket-queue", "v2-03-docs-lookup-server"]
 SESSIONS = [path for task_id in TASK_IDS for path in task_sessions(task_id, TASKS)]
@@ -309,11 +310,17 @@ def test_transient_failures_are_retried_and_the_trial_stays_valid(tmp_path: Path
 
 
 def test_a_request_timeout_is_retried(tmp_path: Path, api_key: str) -> None:
-    with ScriptedOpenAI([failure(500, delay_s=1.0), reply("Done.")]) as server:
+    # The first request hangs (no answer for a minute): its timeout must fire, whatever the timeout. The retry is
+    # answered at once and gets the same timeout, so that one is generous: it must succeed on a loaded machine.
+    with ScriptedOpenAI([stall(60), reply("Done.")]) as server:
+        started = time.monotonic()
         trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
-                          options={"base_url": server.base_url, "request_timeout_s": 0.3, **FAST_RETRY})
-    assert trial.result.infra_reason is None, trial.result.error
+                          options={"base_url": server.base_url, "request_timeout_s": 5.0, **FAST_RETRY})
+        seconds = time.monotonic() - started
+    assert trial.result.infra_reason is None and not trial.result.budget_exhausted, trial.result.error
+    assert len(server.requests) == 2 and trial.result.perf.turns == 1
     assert "APITimeoutError" in (trial.of_type("error")[0].text or "")
+    assert seconds < 30  # the stalled request was given up at its timeout, not waited out
 
 
 def test_a_failing_endpoint_is_infra_model_api_after_bounded_retries(tmp_path: Path, api_key: str) -> None:

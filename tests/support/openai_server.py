@@ -10,6 +10,7 @@ out, the server answers 500 with a message saying so, so a test never hangs on a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -39,12 +40,19 @@ def failure(status: int, message: str = "scripted failure", delay_s: float = 0.0
     return {"kind": "failure", "status": status, "message": message, "delay": delay_s}
 
 
+def stall(seconds: float = 60.0) -> Answer:
+    """A hung endpoint: no answer for `seconds` (then a 500), so the client's request timeout fires first however
+    slow the machine. Released as soon as the server closes: a test never waits it out."""
+    return {"kind": "stall", "seconds": seconds}
+
+
 class ScriptedOpenAI:
     def __init__(self, script: list[Answer] | Callable[[dict[str, Any]], Answer]):
         self.script = script
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -57,6 +65,7 @@ class ScriptedOpenAI:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -92,6 +101,11 @@ class ScriptedOpenAI:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 answer = outer._next(body)
+                if answer["kind"] == "stall":
+                    outer._closing.wait(answer["seconds"])
+                    with contextlib.suppress(OSError):  # the client gave up long ago
+                        self._send(500, {"error": {"message": "stalled", "type": "server_error"}})
+                    return
                 if answer["kind"] == "failure":
                     time.sleep(answer["delay"])
                     self._send(answer["status"], {"error": {"message": answer["message"], "type": "server_error"}})
