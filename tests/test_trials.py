@@ -12,6 +12,7 @@ from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.contracts.transcript import read_transcript
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trials import TrialSpec, parse_trial_key, read_trial_records, run_trial, trial_key
+from mcp_evals_pipeline.versions import GRADER_VERSION
 
 from .conftest import TASKS
 
@@ -47,7 +48,7 @@ def test_a_passing_replay_trial_leaves_files_and_a_row(env: tuple[TrialStore, Pa
     assert "skipped" in (trial_dir / "memo.md").read_text().lower()
     assert record.prompt_hash == json.loads((TASKS / "prompt-hashes.lock.json").read_text())[TASK]
     rows = store.query("SELECT task, contract_pass, valid, attempt, grader_version, sdk_path FROM trials")
-    assert rows == [{"task": TASK, "contract_pass": True, "valid": True, "attempt": 1, "grader_version": "1.0.0",
+    assert rows == [{"task": TASK, "contract_pass": True, "valid": True, "attempt": 1, "grader_version": GRADER_VERSION,
                      "sdk_path": "official-sdk"}]
 
 
