@@ -142,7 +142,6 @@ class Grading:
         except BaseException:
             self._scratch.close()
             raise
-        self.original = workspace
         self.workspace = self.scratch / "workspace"
         self.work = Workdir(self.workspace, self.scratch, tuple(outside))
         self.boxes: list[StepBox] = []  # the build box (buildCommand), closed before the server starts
@@ -209,6 +208,7 @@ class Grading:
         checks: list[Check] = []
         failure_code: str | None = None
         error: str | None = None
+        permanent = False
         sdk_path = detect_sdk_path(self.workspace)
         try:
             steps = self.plan()
@@ -229,8 +229,8 @@ class Grading:
                     self.stage_ms[step.stage] += (time.perf_counter() - started) * 1000
         except InfraFailure as infra:
             failure_code, error = infra.code, infra.detail
-        except NoBox as exc:
-            failure_code, error = "infra.sandbox", str(exc)
+        except NoBox as exc:  # this host cannot box agent code: another attempt here would meet the same
+            failure_code, error, permanent = "infra.sandbox", str(exc), True
         except Exception as exc:  # a bug of the grader: the trial is invalid, not failed
             failure_code = "infra.grader"
             error = f"grader crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
@@ -251,6 +251,7 @@ class Grading:
             isolation=dict(self.work.isolation),
             server_output=server_output,
             error=error,
+            permanent=permanent,
         )
 
     async def _cleanup(self) -> str | None:
