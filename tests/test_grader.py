@@ -14,7 +14,7 @@ import pytest
 from mcp_evals_pipeline.contracts.grade import STAGES
 from mcp_evals_pipeline.contracts.task import TaskContract
 from mcp_evals_pipeline.grader import grade_workspace_sync
-from mcp_evals_pipeline.grader.scratch import LOCK_FILE, LOCK_GRACE_S, scratch_base
+from mcp_evals_pipeline.grader.scratch import LOCK_FILE, LOCK_GRACE_S, Scratch, scratch_base
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 
 from .conftest import MINIMAL_SERVER, REPO, write_tree
@@ -25,6 +25,27 @@ REQS = {"requirements.txt": "mcp>=2.3,<3\n"}
 
 def contract_of(data: dict) -> TaskContract:
     return TaskContract.model_validate(data)
+
+
+@pytest.fixture
+def own_scratch(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The scratch roots of the gradings this test starts. What they ran is found under these, not under all of
+    scratch_base(): other processes sharing the cache (a second test run, another engineer's) grade there too."""
+    roots: list[Path] = []
+    init = Scratch.__init__
+
+    def recording(self: Scratch) -> None:
+        init(self)
+        roots.append(self.root)
+
+    monkeypatch.setattr(Scratch, "__init__", recording)
+    return roots
+
+
+def left_running(roots: list[Path]) -> list[object]:
+    """Live processes working under any of roots (by working directory, deleted or not: the scratch is gone)."""
+    assert roots, "no grading started"
+    return [proc for root in roots for proc in running_under(root)]
 
 
 # Stages the checked-in tasks do not exercise get their negative here; together with the tasks' negatives,
@@ -109,7 +130,7 @@ mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), strea
 @pytest.mark.parametrize(("mode", "expected"), [("pass", None), ("wrong", "contract.calls"),
                                                  ("hang", "contract.start")])
 def test_server_tree_is_killed_on_every_path(tmp_path: Path, minimal_contract: dict, mode: str,
-                                             expected: str | None) -> None:
+                                             expected: str | None, own_scratch: list[Path]) -> None:
     files = {**REQS, "server.py": SPAWNING_SERVER}
     if mode != "pass":
         files[mode] = ""
@@ -122,8 +143,8 @@ def test_server_tree_is_killed_on_every_path(tmp_path: Path, minimal_contract: d
     assert grade.failure_code == expected, grade.first_failure
     assert "SERVER-STDERR-MARKER" in (grade.server_output or "")  # printed once the grandchild was started...
     # ...and neither it nor the server is alive. They are found by their working directory (the grading's copy of
-    # the workspace, under the scratch): the pids they write are those of the server's own pid namespace.
-    assert running_under(scratch_base()) == []
+    # the workspace, under its scratch): the pids they write are those of the server's own pid namespace.
+    assert left_running(own_scratch) == []
     assert not (workspace / "child.pid").exists()  # the server ran in the copy: the workspace is untouched
 
 
@@ -284,13 +305,13 @@ def test_a_stale_read_fails_at_calls(tmp_path: Path) -> None:
     assert "does not contain 'value=0'" in grade.first_failure.detail
 
 
-def test_a_call_that_times_out_fails_and_the_session_is_torn_down(tmp_path: Path) -> None:
+def test_a_call_that_times_out_fails_and_the_session_is_torn_down(tmp_path: Path, own_scratch: list[Path]) -> None:
     contract = {**COUNTER_CONTRACT, "calls": [{"tool": "hang", "args": {"seconds": 60}, "timeoutSeconds": 1}],
                 "postCallResourceReads": []}
     workspace = write_tree(tmp_path, {**REQS, "server.py": COUNTER_SERVER})
     grade = grade_workspace_sync(contract_of(contract), workspace)
     assert grade.failure_code == "contract.calls" and "timed out" in grade.first_failure.detail
-    assert running_under(scratch_base()) == []
+    assert left_running(own_scratch) == []
 
 
 GRADE_IN_CHILD = """
