@@ -73,11 +73,28 @@ def upstream() -> Iterator[Upstream]:
     server.server.server_close()
 
 
+def _key(proxy: KeyProxy) -> dict[str, str]:
+    return {"Authorization": f"Bearer {proxy.pass_key}"}
+
+
+def test_a_request_without_this_runs_placeholder_never_reaches_the_upstream(upstream: Upstream) -> None:
+    """The proxy is on the host's loopback, where other code (a graded server beside this trial) can reach it."""
+    with KeyProxy(upstream.base_url, {"x-api-key": "the-real-key"}) as proxy, \
+            KeyProxy(upstream.base_url, {"x-api-key": "the-real-key"}) as other:
+        assert proxy.pass_key != other.pass_key and proxy.pass_key.startswith(PLACEHOLDER_KEY)
+        refused = [httpx.post(f"{proxy.url}/messages", content=b"{}", headers=headers).status_code for headers in (
+            {}, {"x-api-key": PLACEHOLDER_KEY}, {"Authorization": f"Bearer {other.pass_key}"},
+            {"x-api-key": proxy.pass_key[:-1]})]
+        accepted = httpx.post(f"{proxy.url}/messages", content=b"{}", headers={"x-api-key": proxy.pass_key})
+    assert refused == [401, 401, 401, 401] and accepted.status_code == 200
+    assert proxy.refused == 4 and proxy.requests == 1 and len(upstream.seen) == 1
+
+
 def test_the_credential_is_swapped_and_the_request_kept(upstream: Upstream) -> None:
     with KeyProxy(upstream.base_url, {"x-api-key": "the-real-key"}) as proxy:
         assert proxy.url == f"http://127.0.0.1:{proxy.port}/v1"
         response = httpx.post(f"{proxy.url}/messages?beta=true", content=b'{"model": "m"}',
-                              headers={"x-api-key": PLACEHOLDER_KEY, "Authorization": f"Bearer {PLACEHOLDER_KEY}",
+                              headers={"x-api-key": proxy.pass_key, "Authorization": f"Bearer {proxy.pass_key}",
                                        "anthropic-version": "2023-06-01"})
     assert response.status_code == 200 and response.headers["x-upstream"] == "yes"
     assert response.json() == {"echo": '{"model": "m"}', "path": "/v1/messages?beta=true"}
@@ -91,7 +108,7 @@ def test_the_credential_is_swapped_and_the_request_kept(upstream: Upstream) -> N
 
 def test_errors_keep_their_status(upstream: Upstream) -> None:
     with KeyProxy(upstream.base_url, {"Authorization": "Bearer k"}) as proxy:
-        response = httpx.post(f"{proxy.url}/broken", content=b"{}")
+        response = httpx.post(f"{proxy.url}/broken", content=b"{}", headers=_key(proxy))
     assert response.status_code == 500 and response.json()["path"] == "/v1/broken"
 
 
@@ -100,7 +117,7 @@ def test_an_unreachable_upstream_is_a_502_naming_it() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, never listening: connections are refused
         with KeyProxy(f"http://127.0.0.1:{port}/v1", {"Authorization": "Bearer k"}) as proxy:
-            response = httpx.get(f"{proxy.url}/models")
+            response = httpx.get(f"{proxy.url}/models", headers=_key(proxy))
     assert response.status_code == 502
     assert f"127.0.0.1:{port}" in response.json()["error"]["message"]
 
@@ -109,7 +126,7 @@ def test_events_stream_through_as_they_come(upstream: Upstream) -> None:
     """The second event is only sent after the test has read the first through the proxy: a buffering proxy would
     hang here (and fail at the read timeout)."""
     with KeyProxy(upstream.base_url, {"Authorization": "Bearer k"}) as proxy, \
-            httpx.stream("POST", f"{proxy.url}/stream", content=b"{}", timeout=5) as response:
+            httpx.stream("POST", f"{proxy.url}/stream", content=b"{}", timeout=5, headers=_key(proxy)) as response:
         lines = response.iter_lines()
         assert next(lines) == "data: first"
         upstream.go.set()
@@ -121,7 +138,7 @@ def test_a_chunked_request_body_is_forwarded_whole(upstream: Upstream) -> None:
     with KeyProxy(upstream.base_url, {"Authorization": "Bearer k"}) as proxy:
         connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=5)
         connection.request("POST", "/v1/chunked", body=iter([b'{"a":', b' 1}']),
-                           headers={"Transfer-Encoding": "chunked"}, encode_chunked=True)
+                           headers={"Transfer-Encoding": "chunked", **_key(proxy)}, encode_chunked=True)
         response = connection.getresponse()
         payload = json.loads(response.read())
         connection.close()

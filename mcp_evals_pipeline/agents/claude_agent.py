@@ -46,7 +46,6 @@ from typing import Any
 import psutil
 
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner, MissingCredentials, TranscriptWriter
-from mcp_evals_pipeline.agents.key_proxy import PLACEHOLDER_KEY
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
 from mcp_evals_pipeline.sandbox.base import CommandResult, SandboxError
@@ -399,9 +398,9 @@ class ClaudeAgent(AgentRunner):
         elif secret:
             credentials["x-api-key"] = secret
         try:
-            with keyed_endpoint(request.sandbox, base_url or DEFAULT_ENDPOINT, credentials) as reachable, \
+            with keyed_endpoint(request.sandbox, base_url or DEFAULT_ENDPOINT, credentials) as (reachable, pass_key), \
                     private_run_dir(request.sandbox, "claude-") as private:
-                return self._run_cli(request, state, private, bin_dir, path, (name, PLACEHOLDER_KEY), reachable,
+                return self._run_cli(request, state, private, bin_dir, path, (name, pass_key), reachable,
                                      model, perf)
         except SandboxError as exc:
             error = f"sandbox failed: {exc}"

@@ -48,7 +48,6 @@ from mcp_evals_pipeline.agents.cli_tools import (
     keyed_endpoint,
     private_run_dir,
 )
-from mcp_evals_pipeline.agents.key_proxy import PLACEHOLDER_KEY
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
 from mcp_evals_pipeline.sandbox.base import SandboxError
@@ -298,20 +297,20 @@ class CodexAgent(AgentRunner):
         started = time.monotonic()
         try:
             upstream = str(request.options.get("base_url") or DEFAULT_BASE_URL)
-            with keyed_endpoint(request.sandbox, upstream, {"Authorization": f"Bearer {key}"}) as reachable:
+            with keyed_endpoint(request.sandbox, upstream, {"Authorization": f"Bearer {key}"}) as (reachable, pass_key):
                 request = dataclasses.replace(request, options={**request.options, "base_url": reachable})
                 with private_run_dir(request.sandbox, "codex-") as private:
-                    return self._run(request, private, bin_dir, model, effort, upstream)
+                    return self._run(request, private, bin_dir, model, effort, upstream, pass_key)
         except SandboxError as exc:
             return infra("infra.sandbox", f"sandbox failed: {exc}", started)
 
     def _run(self, request: AgentRequest, private: Path, bin_dir: Path, model: str, effort: str | None,
-             upstream: str) -> AgentResult:
+             upstream: str, pass_key: str) -> AgentResult:
         transcript = request.transcript
         (private / "home").mkdir()
         env_file = private / "env.sh"
         env_file.touch(mode=0o600)
-        env_file.write_text(f"{PROVIDER_KEY_ENV}={shlex.quote(PLACEHOLDER_KEY)}\n")  # the key stays in the proxy
+        env_file.write_text(f"{PROVIDER_KEY_ENV}={shlex.quote(pass_key)}\n")  # the key stays in the proxy
         (private / "prompt.md").write_text(request.prompt, encoding="utf-8")
         events_path = private / "events.jsonl"
         events_path.touch()

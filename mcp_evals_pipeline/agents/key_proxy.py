@@ -6,12 +6,17 @@ enters the sandbox. The CLI gets a placeholder key and a base URL pointing here 
 into a hardened box by `Sandbox.allow_endpoint`); this proxy drops whatever credential the request carries, adds
 the real one and forwards the request to the upstream API, streaming the response back (server-sent events as
 they come). A bonus of the same design: the box needs no egress to the model API's host at all.
+
+The placeholder is per proxy (`pass_key`: PLACEHOLDER_KEY plus a random suffix) and a request that does not present
+it is refused (401) without reaching the upstream: the proxy listens on the host's loopback, which other code on
+the host reaches too (a graded server of a trial running beside this one), and only this run's CLI knows it.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import secrets
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,14 +37,16 @@ CHUNK = 64 * 1024
 
 class KeyProxy:
     """`with KeyProxy("https://api.openai.com/v1", {"Authorization": "Bearer sk-..."}) as proxy:` then hand the CLI
-    `proxy.url` (same path as the upstream, loopback origin) and PLACEHOLDER_KEY."""
+    `proxy.url` (same path as the upstream, loopback origin) and `proxy.pass_key` as its key."""
 
     def __init__(self, upstream: str, credentials: dict[str, str], *, timeout_s: float = UPSTREAM_TIMEOUT_S) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"key proxy: upstream must be an http(s) URL, got {upstream!r}")
         self.upstream = upstream
+        self.pass_key = f"{PLACEHOLDER_KEY}-{secrets.token_urlsafe(18)}"
         self.requests = 0  # how many requests were forwarded
+        self.refused = 0  # how many came without this run's placeholder
         count_lock = threading.Lock()
         proxy = self
 
@@ -50,9 +57,16 @@ class KeyProxy:
                 pass
 
             def _forward(self) -> None:
+                body = self._body()
+                presented = [v for k, v in self.headers.items() if k.lower() in CREDENTIAL_HEADERS]
+                if not any(secrets.compare_digest(proxy.pass_key, v.removeprefix("Bearer ").strip())
+                           for v in presented):
+                    with count_lock:
+                        proxy.refused += 1
+                    self._fail(401, "key proxy: the request lacks this run's placeholder credential")
+                    return
                 with count_lock:
                     proxy.requests += 1
-                body = self._body()
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in CREDENTIAL_HEADERS and k.lower() not in HOP_BY_HOP}
                 headers.update(credentials)
