@@ -289,9 +289,15 @@ def import_runs_cmd(source: Path) -> None:
 @click.option("--write", is_flag=True, help="Also write it to eval_results/runs/<run>/report.md.")
 def report_cmd(run_id: str, write: bool) -> None:
     """Print the scorecard of any run."""
+    from mcp_evals_pipeline.ids import check_id
     from mcp_evals_pipeline.reporting.scorecard import render_report
     from mcp_evals_pipeline.sql_models import materialize_models
 
+    try:
+        check_id(run_id, "run id")
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
     store = TrialStore()
     with store.connect() as con:
         if not con.execute("SELECT count(*) FROM trials WHERE run_id = ?", [run_id]).fetchone()[0]:

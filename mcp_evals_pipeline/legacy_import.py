@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mcp_evals_pipeline.contracts.records import RunFile, TrialRecord
+from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.store import TrialStore
 
 log = logging.getLogger(__name__)
@@ -108,8 +109,10 @@ def load_run(path: Path) -> RunFile:
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc}") from exc
     # The run id becomes a directory name under the results root: it must not climb out of it.
-    if run.run_id in ("", ".", "..") or Path(run.run_id).name != run.run_id or "\\" in run.run_id:
-        raise ValueError(f"{path}: runId {run.run_id!r} is not a plain directory name")
+    try:
+        check_id(run.run_id, "runId")
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
     return run
 
 

@@ -26,6 +26,7 @@ from mcp_evals_pipeline.defs.assets.sql_models import sql_models
 from mcp_evals_pipeline.defs.assets.trials import trial
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.models import pin_for
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import require_isolation
@@ -65,7 +66,11 @@ class BatchOutcome:
 
 def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
               echo: Callable[[str], None] = print, store: EvalStore | None = None) -> BatchOutcome:
-    """Validate everything first (tasks, conditions, agent, credentials), then spend."""
+    """Validate everything first (ids, tasks, conditions, agent, credentials), then spend."""
+    if request.batch_id is not None:
+        check_id(request.batch_id, "batch id")  # it names the run directory: refused before anything is written
+    for task_id in request.task_ids:
+        check_id(task_id, "task id")
     tasks = [get_task(t) for t in request.task_ids] if request.task_ids else discover_tasks()[0]
     for condition in request.conditions:
         Condition.parse(condition)
@@ -79,6 +84,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     batch_date = request.batch_date or batch_date_partitions.get_last_partition_key()
     if batch_date is None or not batch_date_partitions.has_partition_key(batch_date):
         raise ValueError(f"{batch_date!r} is not a batch date (Mon/Wed/Fri from 2026-08-03)")
+    run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
     store = store or EvalStore()
 
     if request.verify:
@@ -126,7 +132,6 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                                  resources={"eval_store": store}, run_config=QUIET, raise_on_error=False)
     if not reports_run.success:
         failed += 1
-    run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
     report = (Path(store.runs_root) if store.runs_root else runs_dir()) / run_id / "report.md"
     return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [])
 

@@ -27,6 +27,7 @@ from mcp_evals_pipeline.contracts.grade import TrialGrade
 from mcp_evals_pipeline.contracts.records import TrialPerf, TrialRecord
 from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.grader.source import detect_sdk_path
+from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.oauth_idp import agent_phase_env
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import open_sandbox, require_isolation
@@ -50,13 +51,21 @@ class RecordNotIndexed(RuntimeError):
     or failed. Nothing is lost: the next write of the slot, or `rebuild-db`, indexes it from the files."""
 
 
+def check_task_id(task_id: str) -> str:
+    """A task id is a plain name without `--` (the separator of trial keys)."""
+    check_id(task_id, "task id")
+    if "--" in task_id:
+        raise ValueError(f"task id {task_id!r} contains '--', the separator of trial keys")
+    return task_id
+
+
 def trial_key(task_id: str, condition: str, trial: int) -> str:
-    return f"{task_id}--{condition}--t{trial}"
+    return check_id(f"{check_task_id(task_id)}--{check_id(condition, 'condition')}--t{int(trial)}", "trial key")
 
 
 def parse_trial_key(key: str) -> tuple[str, str, int]:
     """`<task>--<condition>--t<N>` (task ids never contain `--`)."""
-    parts = key.split("--")
+    parts = check_id(key, "trial key").split("--")
     if len(parts) != 3 or not parts[2].startswith("t") or not parts[2][1:].isdigit():
         raise ValueError(f"not a trial key: {key!r} (expected <task>--<condition>--t<N>)")
     return parts[0], parts[1], int(parts[2][1:])
@@ -64,7 +73,8 @@ def parse_trial_key(key: str) -> tuple[str, str, int]:
 
 def run_id_for(batch_id: str, agent: str, model: str | None) -> str:
     """One run directory per batch x agent x model: what ran leads the name, like the seed's run ids."""
-    return f"{batch_id}--{agent}--{(model or 'default').replace('/', '_')}"
+    check_id(batch_id, "batch id")
+    return check_id(f"{batch_id}--{agent}--{(model or 'default').replace('/', '_')}", "run id")
 
 
 @dataclass
@@ -82,6 +92,15 @@ class TrialSpec:
     options: dict[str, Any] = field(default_factory=dict)
     sandbox: str | None = None  # backend: local | hardened | docker (default MCP_EVALS_SANDBOX, else local)
     require_isolation: str | None = None  # refuse the trial unless the host provides this level
+
+    def __post_init__(self) -> None:
+        # Each of these becomes part of a path under the results root.
+        check_task_id(self.task_id)
+        check_id(self.condition, "condition")
+        check_id(self.batch_date, "batch date")
+        if self.batch_id is not None:
+            check_id(self.batch_id, "batch id")
+        check_id(self.agent, "agent")
 
     @property
     def key(self) -> str:

@@ -13,6 +13,8 @@ import pytest
 
 from .conftest import REPO
 
+TASK = "v2-01-basic-tool-server"
+
 
 @pytest.fixture
 def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
@@ -83,6 +85,21 @@ def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ig
     assert len(runs) == 5 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)  # 4 trials + the reports
     report = Path(done.stdout.split("scorecard: ")[1].strip())
     assert report.exists()
+
+
+def test_ids_that_would_leave_the_results_root_are_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """An id becomes a directory name: a batch id, run id or task id with a path in it is bad input (exit 2),
+    refused before anything is written, instead of a run directory outside eval_results/runs/."""
+    before = {p for p in tmp_path.rglob("*")}
+    escaping = cli("eval", "--task", TASK, "--no-verify", "--skip-judge", "--batch-id", "../../etc")
+    assert escaping.returncode == 2 and "batch id '../../etc' is not a plain name" in escaping.stderr
+    bad_task = cli("eval", "--task", "../tasks/x", "--no-verify")
+    assert bad_task.returncode == 2 and "task id '../tasks/x' is not a plain name" in bad_task.stderr
+    report = cli("report", "--run", "../x", "--write")
+    assert report.returncode == 2 and "run id '../x' is not a plain name" in report.stderr
+    written = {p for p in tmp_path.rglob("*")} - before
+    assert not [p for p in written if not p.is_relative_to(tmp_path / "dh")], sorted(written)  # only the instance
+    assert not (tmp_path / "x").exists() and not list(tmp_path.parent.glob("etc--*"))
 
 
 def test_synthesize_refuses_slack_without_webhook(cli) -> None:  # type: ignore[no-untyped-def]
