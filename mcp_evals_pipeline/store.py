@@ -120,7 +120,8 @@ class TrialStore:
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived connection holding the cross-process lock; the schema always exists."""
         deadline = time.monotonic() + LOCK_TIMEOUT_S
-        with self._lock:
+        # The timeout is read at each access, not when the store was built: one setting for both waits.
+        with self._lock.acquire(timeout=LOCK_TIMEOUT_S):
             # A process outside this lock (a duckdb shell, a notebook) may hold DuckDB's own file lock: wait for
             # it like for ours, within the same timeout, instead of failing the write at once.
             while True:

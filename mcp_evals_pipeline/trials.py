@@ -44,11 +44,14 @@ STORE_WRITE_ATTEMPTS = 3
 # anything else) filling the disk cannot keep the trial from landing its trial.json, memo and server.log.
 RESERVE_FILE = ".space-reserve"
 RESERVE_BYTES = 256 * 1024
+# Beside a trial.json whose row could not be written: a retry re-indexes that record instead of running the agent.
+UNINDEXED_MARKER = ".unindexed"
 
 
 class RecordNotIndexed(RuntimeError):
     """The attempt's files (trial.json included) are written but its DuckDB row is not: the store stayed locked
-    or failed. Nothing is lost: the next write of the slot, or `rebuild-db`, indexes it from the files."""
+    or failed. Nothing is lost: a Dagster retry re-indexes the file (`reindex_recorded`, no new agent run), and so
+    do the next write of the slot and `rebuild-db`."""
 
 
 def check_task_id(task_id: str) -> str:
@@ -113,8 +116,29 @@ class TrialSpec:
                             "batch_id": self.batch_id or self.batch_date})
 
 
+def trial_dir_for(spec: TrialSpec, results_root: Path | None = None) -> Path:
+    """Where the slot's files live: <results>/runs/<runId>/trials/<key>/ (the spec resolved first)."""
+    spec = spec.resolved()
+    run_id = run_id_for(spec.batch_id or spec.batch_date, spec.agent, spec.model)
+    return (results_root or runs_dir()) / run_id / "trials" / spec.key
+
+
+def reindex_recorded(spec: TrialSpec, *, store: TrialStore | None = None,
+                     results_root: Path | None = None) -> TrialRecord | None:
+    """Index the slot's current trial.json if its own row write failed (RecordNotIndexed left the marker); None
+    when there is nothing to re-index. No sandbox, agent or grader runs. Raises RecordNotIndexed again if the
+    store still refuses the write."""
+    trial_dir = trial_dir_for(spec, results_root)
+    if not (trial_dir / UNINDEXED_MARKER).exists() or not (trial_dir / TRIAL_FILE).exists():
+        return None
+    record = TrialRecord.model_validate_json((trial_dir / TRIAL_FILE).read_text())
+    _index(store or TrialStore(), record, trial_dir)
+    return record
+
+
 def _archive_previous(trial_dir: Path) -> int:
     """Move the current attempt's files aside; returns the number of the attempt about to run."""
+    (trial_dir / UNINDEXED_MARKER).unlink(missing_ok=True)  # the new attempt's write indexes the earlier ones
     previous = trial_dir / "previous"
     done = sorted(int(p.name.split("-")[1]) for p in previous.glob("attempt-*")) if previous.is_dir() else []
     if not (trial_dir / TRIAL_FILE).exists():
@@ -306,14 +330,22 @@ def _index(store: TrialStore, record: TrialRecord, trial_dir: Path) -> None:
     for attempt in range(1, STORE_WRITE_ATTEMPTS + 1):
         try:
             store.record_trials([*earlier, record])
+            (trial_dir / UNINDEXED_MARKER).unlink(missing_ok=True)
             return
         except Exception as exc:  # a lock held past the timeout, a database another process holds open
             if attempt == STORE_WRITE_ATTEMPTS:
+                (trial_dir / UNINDEXED_MARKER).write_text(f"{type(exc).__name__}: {exc}\n")
                 raise RecordNotIndexed(
                     f"{trial_dir / TRIAL_FILE} is written but its row is not, after {attempt} tries "
-                    f"({type(exc).__name__}: {exc}); the next attempt of this trial or rebuild-db indexes it"
+                    f"({type(exc).__name__}: {exc}); a retry re-indexes it from the file (no new agent run), "
+                    "as does the next attempt of this trial or rebuild-db"
                 ) from exc
-            time.sleep(min(2.0 ** (attempt - 1), 10.0))
+            _wait_before_store_retry(attempt)
+
+
+def _wait_before_store_retry(failed_tries: int) -> None:
+    """Back off before the next write of a trial's row: 1 s, 2 s, 4 s ... at most 10 s."""
+    time.sleep(min(2.0 ** (failed_tries - 1), 10.0))
 
 
 def _write_memo(record: TrialRecord, trial_dir: Path, *, skip: bool) -> None:

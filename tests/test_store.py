@@ -72,3 +72,23 @@ def test_concurrent_writer_processes_lose_nothing(tmp_path: Path) -> None:
     rows = TrialStore(db).query("SELECT task, count(*) AS n, sum(contract_pass::INT) AS passed FROM trials "
                                 "GROUP BY task ORDER BY task")
     assert rows == [{"task": f"w{w}", "n": 40, "passed": 26} for w in range(4)]
+
+
+def test_the_lock_timeout_is_read_at_each_access(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """One setting, LOCK_TIMEOUT_S, bounds the wait for the store's lock, also for a store built before it was set
+    (the fault-injection guards and a long-lived resource rely on it)."""
+    import time
+
+    import pytest
+    from filelock import FileLock, Timeout
+
+    from mcp_evals_pipeline import store as store_module
+
+    store = TrialStore(tmp_path / "evals.duckdb")
+    monkeypatch.setattr(store_module, "LOCK_TIMEOUT_S", 0.2)
+    with FileLock(str(store.path) + ".lock"):  # another holder (its own file descriptor)
+        started = time.monotonic()
+        with pytest.raises(Timeout):
+            store.query("SELECT 1")
+        assert time.monotonic() - started < 30  # not the 120 s the store was built with
+    assert store.query("SELECT 1 AS one") == [{"one": 1}]

@@ -8,8 +8,10 @@ current. A valid pass or fail never retries, and neither does an invalid attempt
 change (`TrialRecord.retryable` false: set where the failure arises, e.g. a missing key or session, a refused
 request, a missing skill, a contract the grader cannot check). After the
 last retry the asset materializes the invalid attempt like any other (outcome `invalid`, retries_exhausted).
-A record that was written to disk but could not be indexed (the database stayed locked) is retried the same way:
-the next attempt indexes every attempt of its slot from the files, the lost one included.
+A record that was written to disk but could not be indexed (the database stayed locked, a read-only file) is
+retried by indexing it: the retry reads the trial.json already on disk and writes its row, with no new sandbox,
+agent or grading (a live agent is paid for once). Only a retry does that; a new materialization is a new attempt,
+whose own write indexes every earlier attempt of its slot from the files, a lost one included.
 """
 
 import dagster as dg
@@ -19,13 +21,15 @@ from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.defs.partitions import trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.store import slot_of
-from mcp_evals_pipeline.trials import RecordNotIndexed, TrialSpec, parse_trial_key, run_trial
+from mcp_evals_pipeline.trials import RecordNotIndexed, TrialSpec, parse_trial_key, reindex_recorded, run_trial
 
 # Invalid reasons a new attempt can plausibly fix: a flaky host, harness, endpoint or local service.
 RETRYABLE_REASONS = frozenset({
     "infra.sandbox", "infra.agent", "infra.model_api", "infra.grader", "infra.install", "infra.upstream",
     "infra.oauth",
 })
+
+
 class TrialConfig(dg.Config):
     agent: str = Field(default="replay", description="replay | openai | codex | claude")
     model: str | None = Field(default=None, description="Override the agent's pinned model")
@@ -84,17 +88,22 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
     task_id, condition, n = parse_trial_key(trial_name)
     retry_number = context.retry_number
     retries_left = retry_number < config.max_retries
+    spec = TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date, agent=config.agent,
+                     model=config.model, reasoning_effort=config.reasoning_effort, batch_id=config.batch_id,
+                     skip_judge=config.skip_judge, time_budget_s=config.time_budget_s,
+                     options=config.runner_options(), sandbox=config.sandbox,
+                     require_isolation=config.require_isolation)
+    store, results_root = eval_store.store(), eval_store.runs()
     try:
-        record = run_trial(
-            TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date, agent=config.agent,
-                      model=config.model, reasoning_effort=config.reasoning_effort, batch_id=config.batch_id,
-                      skip_judge=config.skip_judge, time_budget_s=config.time_budget_s,
-                      options=config.runner_options(), sandbox=config.sandbox,
-                      require_isolation=config.require_isolation),
-            store=eval_store.store(), results_root=eval_store.runs(),
-        )
+        # A retry after RecordNotIndexed: the attempt is on disk, only its row is missing. Index it, run nothing.
+        record = reindex_recorded(spec, store=store, results_root=results_root) if retry_number else None
+        if record is not None:
+            context.log.info(f"{trial_name}: attempt {record.attempt} re-indexed from its trial.json "
+                             "(no new agent run)")
+        else:
+            record = run_trial(spec, store=store, results_root=results_root)
     except RecordNotIndexed as exc:
-        # The attempt is on disk; only its row is missing. The next attempt re-indexes it from the files.
+        # The attempt is on disk; only its row is missing. The retry indexes it from the files.
         if not retries_left:
             raise
         wait = config.backoff_s(retry_number)
