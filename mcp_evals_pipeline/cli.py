@@ -213,10 +213,13 @@ concurrency:
               help="Refuse to run unless the host provides this isolation.")
 @click.option("--parallel", type=click.IntRange(1, 32), default=1, show_default=True,
               help="Trials run at once, each in a worker process (live agents mostly wait on their model).")
+@click.option("--resume", is_flag=True,
+              help="Skip trials whose current attempt is valid for the same task prompt, grader version, agent, "
+                   "model and condition (e.g. after a crashed batch); the others run.")
 def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...], trials: int,
              task_ids: tuple[str, ...], model: str | None, reasoning_effort: str | None, skip_judge: bool,
              batch_date: str | None, batch_id: str | None, no_verify: bool, sandbox: str | None,
-             require_isolation: str | None, parallel: int) -> None:
+             require_isolation: str | None, parallel: int, resume: bool) -> None:
     """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard."""
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
 
@@ -226,7 +229,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
         agent=agent, conditions=list(conditions + variants) or [BASELINE], trials=trials, task_ids=list(task_ids),
         model=model, reasoning_effort=reasoning_effort, skip_judge=skip_judge, batch_date=batch_date,
         batch_id=batch_id, verify=not no_verify, sandbox=sandbox, require_isolation=require_isolation,
-        parallel=parallel,
+        parallel=parallel, resume=resume,
     )
     try:
         outcome = run_batch(request, _instance(), echo=err.print)

@@ -5,6 +5,8 @@ models and the batch scorecard. `parallel` > 1 runs that many trial runs at once
 own against the same instance (as Dagster's own run launcher does): live agents mostly wait on their model, so a
 baseline of 42 trials need not take 42 agent sessions end to end. Servers take free ports and the DuckDB writes
 are serialized across processes, so trials side by side do not disturb each other.
+
+`resume` skips the trials whose current attempt on disk is valid for the same spec (`trials.finished_for`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,17 @@ from mcp_evals_pipeline.models import pin_for
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import require_isolation
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, get_task
-from mcp_evals_pipeline.trials import MAX_TRIALS, run_id_for, trial_key
+from mcp_evals_pipeline.trials import (
+    MAX_TRIALS,
+    RecordNotIndexed,
+    TrialSpec,
+    current_record,
+    finished_for,
+    parse_trial_key,
+    reindex_recorded,
+    run_id_for,
+    trial_key,
+)
 from mcp_evals_pipeline.verify import verify_tasks
 
 # The console shows one line per trial; Dagster's own event log stays in the instance (and the UI).
@@ -53,6 +65,7 @@ class BatchRequest:
     sandbox: str | None = None
     require_isolation: str | None = None
     parallel: int = 1  # trial runs at once
+    resume: bool = False  # skip trials whose current attempt is valid for the same spec
 
 
 @dataclass
@@ -62,6 +75,7 @@ class BatchOutcome:
     trial_runs: int
     failed_runs: int
     reports: list[Path]
+    skipped: int = 0  # trials --resume found finished
 
 
 def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
@@ -101,6 +115,19 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     keys = [trial_key(t.id, c, n) for t in tasks for c in request.conditions for n in range(1, request.trials + 1)]
     tags = {"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}
     failed = 0
+    skipped = 0
+    if request.resume:
+        todo = []
+        for index, key in enumerate(keys, 1):
+            done = _finished(request, batch_date, key, store, echo)
+            if done:
+                skipped += 1
+                echo(f"[{index}/{len(keys)}] {key}: skipped, {done} is current and valid for this spec")
+            else:
+                todo.append(key)
+        keys_to_run = todo
+    else:
+        keys_to_run = keys
 
     def say(index: int, key: str, outcome: TrialRunOutcome) -> None:
         nonlocal failed
@@ -111,13 +138,14 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
             detail = f" {outcome.failure_code}" if outcome.failure_code else ""
             echo(f"[{index}/{len(keys)}] {key}: {outcome.outcome}{detail}")
 
-    if request.parallel > 1 and not instance.is_ephemeral:
+    offset = len(keys) - len(keys_to_run)
+    if request.parallel > 1 and not instance.is_ephemeral and len(keys_to_run) > 1:
         jobs = (instance.get_ref(), store.database, store.runs_root, batch_date, config, tags)
         # spawn, not fork: the parent holds Dagster's and DuckDB's threads and locks
         with ProcessPoolExecutor(max_workers=request.parallel,
                                  mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys}
-            for index, future in enumerate(as_completed(futures), 1):
+            futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys_to_run}
+            for index, future in enumerate(as_completed(futures), offset + 1):
                 try:
                     outcome = future.result()
                 except Exception as exc:  # a worker died (then every trial still queued fails too): reported as a
@@ -125,7 +153,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                     outcome = TrialRunOutcome(False, "-", error=f" (worker: {type(exc).__name__}: {exc})")
                 say(index, futures[future], outcome)
     else:
-        for index, key in enumerate(keys, 1):
+        for index, key in enumerate(keys_to_run, offset + 1):
             say(index, key, materialize_trial(instance, store, batch_date, key, config, tags))
 
     reports_run = dg.materialize([sql_models, batch_scorecard], partition_key=batch_date, instance=instance,
@@ -133,7 +161,23 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     if not reports_run.success:
         failed += 1
     report = (Path(store.runs_root) if store.runs_root else runs_dir()) / run_id / "report.md"
-    return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [])
+    return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [], skipped)
+
+
+def _finished(request: BatchRequest, batch_date: str, key: str, store: EvalStore,
+              echo: Callable[[str], None]) -> str | None:
+    """For --resume: what already answers this trial (its current attempt on disk), else None. A finished attempt
+    whose row never landed is indexed now."""
+    task_id, condition, n = parse_trial_key(key)
+    spec = TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date, agent=request.agent,
+                     model=request.model, reasoning_effort=request.reasoning_effort, batch_id=request.batch_id)
+    done = finished_for(spec, current_record(spec, store.runs()))
+    if done:
+        try:
+            reindex_recorded(spec, store=store.store(), results_root=store.runs())
+        except RecordNotIndexed as exc:  # still on disk; rebuild-db or the next write indexes it
+            echo(f"{key}: {exc}")
+    return done
 
 
 @dataclass

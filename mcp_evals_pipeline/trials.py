@@ -123,6 +123,37 @@ def trial_dir_for(spec: TrialSpec, results_root: Path | None = None) -> Path:
     return (results_root or runs_dir()) / run_id / "trials" / spec.key
 
 
+def current_record(spec: TrialSpec, results_root: Path | None = None) -> TrialRecord | None:
+    """The slot's current attempt as recorded on disk (its trial.json), or None when there is none or it does not
+    parse."""
+    path = trial_dir_for(spec, results_root) / TRIAL_FILE
+    try:
+        return TrialRecord.model_validate_json(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def finished_for(spec: TrialSpec, record: TrialRecord | None) -> str | None:
+    """Why `record` already answers `spec` (for `eval --resume`), or None when the trial must run: a valid attempt
+    of the same task prompt, grader version, agent, model (the requested one: it names the run directory; the
+    endpoint may report a longer name), reasoning effort and condition."""
+    if record is None or not record.valid:
+        return None
+    spec = spec.resolved()
+    try:
+        prompt_hash = get_task(spec.task_id).prompt_hash
+    except Exception:
+        return None
+    wanted = {"prompt_hash": prompt_hash, "grader_version": GRADER_VERSION, "agent_runner": spec.agent,
+              "run_id": run_id_for(spec.batch_id or spec.batch_date, spec.agent, spec.model),
+              "reasoning_effort": spec.reasoning_effort, "condition": spec.condition, "trial": spec.trial,
+              "task": spec.task_id}
+    if any(getattr(record, name) != value for name, value in wanted.items()):
+        return None
+    outcome = "pass" if record.grade.contract_pass else f"fail {record.grade.failure_code or ''}".rstrip()
+    return f"attempt {record.attempt} ({outcome})"
+
+
 def reindex_recorded(spec: TrialSpec, *, store: TrialStore | None = None,
                      results_root: Path | None = None) -> TrialRecord | None:
     """Index the slot's current trial.json if its own row write failed (RecordNotIndexed left the marker); None

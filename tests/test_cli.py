@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -85,6 +86,31 @@ def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ig
     assert len(runs) == 5 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)  # 4 trials + the reports
     report = Path(done.stdout.split("scorecard: ")[1].strip())
     assert report.exists()
+
+
+def test_eval_resume_skips_finished_trials_and_reruns_invalid_ones(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--resume: a trial whose current attempt is valid for the same spec is not run again (no Dagster run, no new
+    attempt); an invalid one is."""
+    args = ("eval", "--task", TASK, "--trials", "2", "--no-verify", "--skip-judge", "--batch-id", "resumed")
+    first = cli(*args)
+    assert first.returncode == 0, first.stderr
+    trial_dir = tmp_path / "results" / "runs" / "resumed--replay--default" / "trials"
+    t2 = trial_dir / f"{TASK}--noskill+blank--t2" / "trial.json"
+    record = json.loads(t2.read_text())  # t2 becomes an attempt a crashed agent harness left invalid
+    t2.write_text(json.dumps(record | {"valid": False, "invalidReason": "infra.agent", "error": "crashed"}))
+    resumed = cli(*args, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert (f"[1/2] {TASK}--noskill+blank--t1: skipped, attempt 1 (fail contract.calls) is current and valid"
+            in resumed.stderr), resumed.stderr
+    assert f"[2/2] {TASK}--noskill+blank--t2: pass" in resumed.stderr
+    with duckdb.connect(str(tmp_path / "results" / "evals.duckdb"), read_only=True) as con:
+        attempts = con.execute("SELECT trial, attempt, is_current, valid FROM trial_attempts ORDER BY ALL").fetchall()
+    assert attempts == [(1, 1, True, True), (2, 1, False, False), (2, 2, True, True)]  # the files rule
+    with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
+        trial_runs = [r for r in instance.get_runs() if "dagster/partition/trial" in r.tags]
+    assert sorted(r.tags["dagster/partition/trial"] for r in trial_runs) == [
+        f"{TASK}--noskill+blank--t1", f"{TASK}--noskill+blank--t2", f"{TASK}--noskill+blank--t2"]
+    assert json.loads(t2.read_text())["attempt"] == 2
 
 
 def test_ids_that_would_leave_the_results_root_are_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
