@@ -172,27 +172,11 @@ def lock_tasks() -> None:
 
 
 def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `grade` must start fast
-    """The project-local Dagster instance (DAGSTER_HOME), so CLI runs show in `dagster dev`."""
-    import dagster as dg
+    """The project-local Dagster instance (DAGSTER_HOME), so CLI runs show in `dagster dev`; initialized under a
+    file lock, so concurrent first uses of a fresh home all work."""
+    from mcp_evals_pipeline.dagster_instance import open_instance
 
-    home = dagster_home()
-    os.environ["DAGSTER_HOME"] = str(home)
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(DAGSTER_YAML)
-    return dg.DagsterInstance.get()
-
-
-DAGSTER_YAML = """\
-# Written by mcp-evals on first use; edit freely.
-telemetry:
-  enabled: false
-concurrency:
-  pools:
-    # Trials (pool "sandbox") running at once; servers bind free ports, so trials can run side by side.
-    default_limit: 2
-"""
+    return open_instance(dagster_home())
 
 
 @main.command("eval")
@@ -221,6 +205,8 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
              batch_date: str | None, batch_id: str | None, no_verify: bool, sandbox: str | None,
              require_isolation: str | None, parallel: int, resume: bool) -> None:
     """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard."""
+    from dagster import DagsterExecutionInterruptedError
+
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
 
     if variants:
@@ -236,6 +222,10 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     except (ValueError, MissingCredentials, TaskLoadError, SandboxError) as exc:
         err.print(f"[red]error:[/] {exc}")
         sys.exit(2)
+    except (KeyboardInterrupt, DagsterExecutionInterruptedError):
+        err.print("[red]interrupted[/]: the batch stopped; `mcp-evals eval --resume` with the same options runs "
+                  "what is left")
+        sys.exit(130)
     for path in outcome.reports:
         out.print(f"scorecard: {path}")
     if outcome.failed_runs:

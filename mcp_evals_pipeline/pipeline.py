@@ -6,13 +6,22 @@ own against the same instance (as Dagster's own run launcher does): live agents 
 baseline of 42 trials need not take 42 agent sessions end to end. Servers take free ports and the DuckDB writes
 are serialized across processes, so trials side by side do not disturb each other.
 
+Before anything runs, runs of the instance whose process is gone (a batch killed with kill -9) are marked failed
+and their pool slots freed (`dagster_instance.recover_dead_runs`); every run launched here records its owner
+process in its tags, and a trial run waiting for a pool slot says so and can be interrupted (`RunWatch`).
 `resume` skips the trials whose current attempt on disk is valid for the same spec (`trials.finished_for`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
-from collections.abc import Callable
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +32,7 @@ import dagster as dg
 
 from mcp_evals_pipeline.agents import get_runner
 from mcp_evals_pipeline.conditions import Condition
+from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
 from mcp_evals_pipeline.defs.assets.reports import batch_scorecard
 from mcp_evals_pipeline.defs.assets.sql_models import sql_models
 from mcp_evals_pipeline.defs.assets.trials import trial
@@ -100,6 +110,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         raise ValueError(f"{batch_date!r} is not a batch date (Mon/Wed/Fri from 2026-08-03)")
     run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
     store = store or EvalStore()
+    recover_dead_runs(instance, echo)  # a killed batch's runs must not hold the pool's slots forever
 
     if request.verify:
         echo(f"verify-tasks: {len(tasks)} task(s) before any agent runs")
@@ -142,8 +153,8 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     if request.parallel > 1 and not instance.is_ephemeral and len(keys_to_run) > 1:
         jobs = (instance.get_ref(), store.database, store.runs_root, batch_date, config, tags)
         # spawn, not fork: the parent holds Dagster's and DuckDB's threads and locks
-        with ProcessPoolExecutor(max_workers=request.parallel,
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=request.parallel, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_die_with_parent) as pool, _stop_workers_on_signal(pool, instance, echo):
             futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys_to_run}
             for index, future in enumerate(as_completed(futures), offset + 1):
                 try:
@@ -154,10 +165,14 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                 say(index, futures[future], outcome)
     else:
         for index, key in enumerate(keys_to_run, offset + 1):
-            say(index, key, materialize_trial(instance, store, batch_date, key, config, tags))
+            say(index, key, materialize_trial(instance, store, batch_date, key, config, tags, echo=echo))
 
-    reports_run = dg.materialize([sql_models, batch_scorecard], partition_key=batch_date, instance=instance,
-                                 resources={"eval_store": store}, run_config=QUIET, raise_on_error=False)
+    token, report_tags = launch_tags(tags)
+    with RunWatch(instance, token, echo):
+        reports_run = dg.materialize([sql_models, batch_scorecard], partition_key=batch_date, instance=instance,
+                                     resources={"eval_store": store}, run_config=QUIET, tags=report_tags,
+                                     raise_on_error=False)
+    _raise_if_interrupted(reports_run)
     if not reports_run.success:
         failed += 1
     report = (Path(store.runs_root) if store.runs_root else runs_dir()) / run_id / "report.md"
@@ -190,12 +205,17 @@ class TrialRunOutcome:
 
 
 def materialize_trial(instance: dg.DagsterInstance, store: EvalStore, batch_date: str, key: str,
-                      config: dict[str, Any], tags: dict[str, str]) -> TrialRunOutcome:
-    """One Dagster run materializing one trial partition."""
-    result = dg.materialize(
-        [trial], partition_key=multi_key(batch_date, key), instance=instance, resources={"eval_store": store},
-        run_config={"ops": {"trial": {"config": config}}, **QUIET}, tags=tags, raise_on_error=False,
-    )
+                      config: dict[str, Any], tags: dict[str, str],
+                      echo: Callable[[str], None] | None = None) -> TrialRunOutcome:
+    """One Dagster run materializing one trial partition, owned by this process (its tags), watched while it
+    waits for a pool slot."""
+    token, run_tags = launch_tags(tags)
+    with RunWatch(instance, token, *([echo] if echo else [])):
+        result = dg.materialize(
+            [trial], partition_key=multi_key(batch_date, key), instance=instance, resources={"eval_store": store},
+            run_config={"ops": {"trial": {"config": config}}, **QUIET}, tags=run_tags, raise_on_error=False,
+        )
+    _raise_if_interrupted(result)
     if not result.success:
         return TrialRunOutcome(False, result.run_id)
     meta = result.asset_materializations_for_node("trial")[0].metadata
@@ -203,9 +223,70 @@ def materialize_trial(instance: dg.DagsterInstance, store: EvalStore, batch_date
                            str(meta["failure_code"].value) if meta["failure_code"].value else None)
 
 
+def _raise_if_interrupted(result: dg.ExecuteInProcessResult) -> None:
+    """SIGINT/SIGTERM during a step's code fails the run (Dagster raises it there and records the step failure
+    as an interrupt); the batch stops too instead of going on with the next trial."""
+    from dagster._core.execution.plan.objects import ErrorSource
+
+    if not result.success and any(e.is_step_failure and e.step_failure_data.error_source == ErrorSource.INTERRUPT
+                                   for e in result.all_events):
+        raise KeyboardInterrupt(f"Dagster run {result.run_id} was interrupted")
+
+
 def _trial_in_worker(ref: Any, database: str, runs_root: str, batch_date: str, config: dict[str, Any],
                      tags: dict[str, str], key: str) -> TrialRunOutcome:
-    """materialize_trial in a worker process, against the parent's instance (by reference)."""
+    """materialize_trial in a worker process, against the parent's instance (by reference). An interrupted
+    worker ends (its run failed) instead of taking the next trial."""
     with dg.DagsterInstance.from_ref(ref) as instance:
-        return materialize_trial(instance, EvalStore(database=database, runs_root=runs_root), batch_date, key,
-                                 config, tags)
+        try:
+            return materialize_trial(instance, EvalStore(database=database, runs_root=runs_root), batch_date, key,
+                                     config, tags)
+        except KeyboardInterrupt:
+            sys.stderr.flush()
+            os._exit(INTERRUPTED_EXIT)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: the kernel SIGKILLs the worker when the eval process dies, so a killed batch leaves no
+    trial running on (its runs are recovered by the next eval)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def _stop_workers_on_signal(pool: ProcessPoolExecutor, instance: dg.DagsterInstance,
+                            echo: Callable[[str], None], grace_s: float = 20.0) -> Iterator[None]:
+    """SIGTERM stops the batch like SIGINT does. Either one is passed on to the workers (Dagster fails a running
+    trial's run, a RunWatch ends a waiting one); a worker still there after `grace_s` is killed, and the runs
+    left behind are recovered before the interrupt goes on."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if _main_thread() else None
+    try:
+        yield
+    except KeyboardInterrupt:
+        echo("interrupted: stopping the trial workers")
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        for worker in workers:
+            if worker.is_alive() and worker.pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for worker in workers:
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
+            if worker.is_alive():
+                worker.kill()
+                worker.join(timeout=5)
+        pool.shutdown(wait=False, cancel_futures=True)
+        recover_dead_runs(instance, echo)
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,14 +12,19 @@ import duckdb
 import pytest
 
 from .conftest import REPO
+from .support.cli_env import cli_env
 
 TASK = "v2-01-basic-tool-server"
 
 
+@pytest.fixture(scope="session")
+def pycache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.getbasetemp() / "pycache"
+
+
 @pytest.fixture
-def cli(tmp_path: Path):  # type: ignore[no-untyped-def]
-    env = {**os.environ, "MCP_EVALS_RESULTS_DIR": str(tmp_path / "results"), "DAGSTER_HOME": str(tmp_path / "dh")}
-    env.pop("OPENAI_API_KEY", None)
+def cli(tmp_path: Path, pycache: Path):  # type: ignore[no-untyped-def]
+    env = cli_env(tmp_path, pycache)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "mcp_evals_pipeline.cli", *args], cwd=REPO, env=env,
