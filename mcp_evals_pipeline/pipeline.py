@@ -86,6 +86,7 @@ class BatchOutcome:
     failed_runs: int
     reports: list[Path]
     skipped: int = 0  # trials --resume found finished
+    broken_runs: list[str] = field(default_factory=list)  # runs of the batch date whose scorecard failed
 
 
 def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
@@ -173,10 +174,18 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                                      resources={"eval_store": store}, run_config=QUIET, tags=report_tags,
                                      raise_on_error=False)
     _raise_if_interrupted(reports_run)
+    broken: list[str] = []
     if not reports_run.success:
         failed += 1
+    else:
+        meta = reports_run.asset_materializations_for_node("batch_scorecard")[0].metadata
+        broken = [line for line in str(meta["broken_runs"].value).splitlines() if line and line != "none"]
+        for line in broken:
+            echo(f"scorecard not written: {line}")
+        if any(line.startswith(f"{run_id}: ") for line in broken):
+            failed += 1  # this batch's own scorecard
     report = (Path(store.runs_root) if store.runs_root else runs_dir()) / run_id / "report.md"
-    return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [], skipped)
+    return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [], skipped, broken)
 
 
 def _finished(request: BatchRequest, batch_date: str, key: str, store: EvalStore,

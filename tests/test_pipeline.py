@@ -21,6 +21,7 @@ from mcp_evals_pipeline.defs.schedules import baseline_schedule
 from mcp_evals_pipeline.runs import rebuild_database
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
+from mcp_evals_pipeline.trials import read_trial_records
 
 TASK = "v2-01-basic-tool-server"
 DATE = "2026-11-25"  # a past batch date: the partition exists whatever the clock says
@@ -123,3 +124,34 @@ def test_definitions_carry_groups_kinds_and_descriptions() -> None:
         node = graph.get(key)
         assert node.group_name != "default", key
         assert node.description, key
+
+
+def test_one_broken_run_does_not_cost_the_others_their_scorecards(store: EvalStore, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of the batch date whose files are corrupt, and a row whose run id would climb out of the results
+    root, are reported (metadata `broken_runs`, the log); every other run still gets run.json and report.md."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with dg.instance_for_test() as instance:
+        for batch_id in ("0-corrupt", None):  # the corrupt run sorts first: the good one comes after it
+            result = dg.materialize([trial], partition_key=multi_key(DATE, f"{TASK}--noskill+blank--t1"),
+                                    instance=instance, resources={"eval_store": store},
+                                    run_config={"ops": {"trial": {"config": {"agent": "replay", "batch_id": batch_id,
+                                                                             "skip_judge": True}}}})
+            assert result.success
+        runs = Path(store.runs_root)
+        (runs / "0-corrupt--replay--default" / "trials" / f"{TASK}--noskill+blank--t1" / "trial.json").write_text(
+            "{not json")
+        db = store.store()
+        (good,) = [r for r in read_trial_records(runs / f"{DATE}--replay--default")]
+        db.record_trials([good.model_copy(update={"run_id": "../../etc--replay--default", "batch_id": "escaped"})])
+        reports = dg.materialize([sql_models, batch_scorecard], partition_key=DATE, instance=instance,
+                                 resources={"eval_store": store})
+    assert reports.success
+    meta = reports.asset_materializations_for_node("batch_scorecard")[0].metadata
+    broken = meta["broken_runs"].value.splitlines()
+    assert [line.split(": ")[0] for line in broken] == ["../../etc--replay--default", "0-corrupt--replay--default"]
+    assert "not a plain name" in broken[0] and "ValidationError" in broken[1]
+    assert meta["runs"].value == 1
+    assert "## Pass rate" in (runs / f"{DATE}--replay--default" / "report.md").read_text()
+    assert (runs / f"{DATE}--replay--default" / "run.json").exists()
+    assert not (runs / "0-corrupt--replay--default" / "report.md").exists()

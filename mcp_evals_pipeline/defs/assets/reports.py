@@ -2,14 +2,17 @@
 
 
 import datetime as dt
+from pathlib import Path
 
 import dagster as dg
 
 from mcp_evals_pipeline.defs.assets.sql_models import MODELS
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.reporting.scorecard import render_report
 from mcp_evals_pipeline.runs import write_run_file
+from mcp_evals_pipeline.store import TrialStore
 
 weekly_partitions = dg.WeeklyPartitionsDefinition(start_date="2026-08-03", day_offset=1, timezone="UTC")
 
@@ -19,7 +22,11 @@ weekly_partitions = dg.WeeklyPartitionsDefinition(start_date="2026-08-03", day_o
     deps=[m.name for m in MODELS],
     group_name="reports",
     kinds={"markdown", "json"},
-    description="The batch scorecard: run.json (a superset of the seed's) and report.md for every run of the batch.",
+    description=(
+        "The batch scorecard: run.json (a superset of the seed's) and report.md for every run of the batch. Each run "
+        "stands alone: one whose id, directory or files are broken is listed under `broken_runs` (and logged), "
+        "and the others still get their files."
+    ),
 )
 def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) -> dg.MaterializeResult:
     batch_date = context.partition_key
@@ -27,26 +34,35 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
     run_ids = [r["run_id"] for r in store.query(
         "SELECT DISTINCT run_id FROM trials WHERE batch_date = ?::DATE AND source = 'pipeline' ORDER BY run_id",
         [batch_date])]
-    written = []
+    written, broken = [], []
     for run_id in run_ids:
-        run_dir = eval_store.runs() / str(run_id)
-        if not run_dir.is_dir():
-            context.log.warning(f"{run_id}: no run directory at {run_dir}")
-            continue
-        write_run_file(run_dir, store)
-        with store.connect() as con:
-            report = render_report(str(run_id), con)
-        (run_dir / "report.md").write_text(report)
-        written.append(str(run_dir / "report.md"))
+        try:
+            written.append(str(write_scorecard(str(run_id), eval_store.runs(), store)))
+        except Exception as exc:  # one broken run never costs the others their scorecards
+            context.log.error(f"{run_id}: scorecard not written: {type(exc).__name__}: {exc}")
+            broken.append(f"{run_id}: {type(exc).__name__}: {' '.join(str(exc).split())[:500]}")  # one line
     headline = store.query(
         "SELECT sum(passed)::INT AS passed, sum(valid_scored)::INT AS valid FROM pass_rate "
         "WHERE condition = '*' AND batch_date = ?::DATE", [batch_date])[0]
     return dg.MaterializeResult(metadata={
         "runs": len(written),
         "reports": dg.MetadataValue.md("\n".join(f"- `{p}`" for p in written) or "none"),
+        "broken_runs": dg.MetadataValue.text("\n".join(broken) or "none"),
         "passed": headline["passed"] or 0,
         "valid_scored": headline["valid"] or 0,
     })
+
+
+def write_scorecard(run_id: str, runs_root: Path, store: TrialStore) -> Path:
+    """run.json and report.md of one run; raises for a run whose id, directory or trial files are broken."""
+    run_dir = runs_root / check_id(run_id, "run id")
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"no run directory at {run_dir}")
+    write_run_file(run_dir, store)
+    with store.connect() as con:
+        report = render_report(run_id, con)
+    (run_dir / "report.md").write_text(report)
+    return run_dir / "report.md"
 
 
 @dg.asset(
