@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -86,8 +87,14 @@ def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ig
     assert rows == [("v2-01-basic-tool-server", 1, 1), ("v2-01-basic-tool-server", 2, 1),
                     ("v2-02-stateful-ticket-queue", 1, 1), ("v2-02-stateful-ticket-queue", 2, 1)]
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
-        runs = instance.get_runs()
+        records = instance.get_run_records()
+    runs = [r.dagster_run for r in records]
     assert len(runs) == 5 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)  # 4 trials + the reports
+    # Side by side for real: at least two trial runs were executing at the same moment (Dagster's start and end
+    # times of each run; runs one after the other never overlap, however the lines above came out).
+    spans = sorted((r.start_time, r.end_time) for r in records if "dagster/partition/trial" in r.dagster_run.tags)
+    assert len(spans) == 4 and all(start and end for start, end in spans)
+    assert any(later[0] < earlier[1] for earlier, later in itertools.pairwise(spans)), spans
     report = Path(done.stdout.split("scorecard: ")[1].strip())
     assert report.exists()
 
