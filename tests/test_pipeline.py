@@ -120,10 +120,18 @@ def test_baseline_schedule_requests_every_task_three_times_with_codex() -> None:
 def test_definitions_carry_groups_kinds_and_descriptions() -> None:
     repo = defs.get_repository_def()
     graph = repo.asset_graph
+    kinds = {}
     for key in graph.get_all_asset_keys():
         node = graph.get(key)
         assert node.group_name != "default", key
         assert node.description, key
+        kinds[key.to_user_string()] = set(node.kinds)
+    # What each asset is made of, as the UI shows it: every asset has its kinds, and the sources say which.
+    models = {k: v for k, v in kinds.items() if graph.get(dg.AssetKey(k)).group_name == "models"}
+    assert len(models) >= 10 and all(v == {"duckdb", "sql"} for v in models.values()), models
+    assert {k: v for k, v in kinds.items() if k not in models} == {
+        "task_catalog": {"python"}, "trial": {"python", "duckdb"}, "batch_scorecard": {"markdown", "json"},
+        "weekly_synthesis": {"openai", "markdown"}}
 
 
 def test_one_broken_run_does_not_cost_the_others_their_scorecards(store: EvalStore, tmp_path: Path,
