@@ -8,6 +8,7 @@ the same moment.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -39,7 +40,7 @@ from mcp_evals_pipeline.dagster_instance import (
 
 from .conftest import REPO, TASKS
 from .support.cli_env import cli_env
-from .support.processes import gone_within, naming
+from .support.processes import gone_within, naming, running_under
 
 TASK = "v2-01-basic-tool-server"
 
@@ -99,11 +100,17 @@ class Eval:
 
 
 @pytest.fixture
-def evals() -> Iterator[list[Eval]]:
+def evals(tmp_path: Path) -> Iterator[list[Eval]]:
     started: list[Eval] = []
     yield started
     for e in started:
         e.kill()
+    # The local sandbox kills a command's whole tree on every path but a SIGKILL of the harness: then only the
+    # command's shell gets the parent-death signal, and its children (the session's `sleep`) are orphaned (the
+    # local backend's documented limit; hardened and docker boxes die whole). Leave nothing running.
+    for proc in running_under(tmp_path):
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
 
 
 def slow_task(root: Path, marker: str) -> Path:
