@@ -54,7 +54,9 @@ for path in glob.glob("/proc/[0-9]*/environ"):
         pass
 report["proc_leaks"] = leaks
 wrote = []
-for path in [t["checkout_write"], *glob.glob(t["shared_glob"])]:
+targets = [t["checkout_write"], *t["shared_files"]]
+report["tried"] = len(targets)
+for path in targets:
     try:
         with open(path, "a") as f:
             f.write("\n# poisoned by an earlier workspace\n")
@@ -70,7 +72,7 @@ BACKEND = "import probe  # noqa - importing the backend runs the probe\n"
 
 
 @pytest.fixture
-def targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+def targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
     token = uuid.uuid4().hex
     checkout_file = REPO / f".hostprobe-{token}"
     checkout_file.write_text(f"HOSTPROBE-checkout-{token}")
@@ -79,7 +81,7 @@ def targets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[st
     found = {
         "checkout_file": str(checkout_file), "checkout_write": str(REPO / f".hostprobe-written-{token}"),
         "env_name": "HOSTPROBE_PLAIN_SETTING", "env_value": value, "ran_marker": str(tmp_path / "probe-ran"),
-        "shared_glob": str(cache_dir() / "*" / "*" / "lib" / "python*" / "site-packages" / "mcp" / "__init__.py"),
+        "shared_files": [],  # filled by each test with what other gradings share (host paths)
         "secret": checkout_file.read_text(),
     }
     try:
@@ -112,7 +114,14 @@ def _shared_env(grade_detail: str) -> Path:
     return cache_dir() / "envs" / key
 
 
-def _evil_python_workspace(root: Path, targets: dict[str, str]) -> Path:
+def _shared_files() -> list[str]:
+    """Files of the shared caches another grading will read (python environments, node_modules)."""
+    found = [*cache_dir().glob("envs/*/lib/python*/site-packages/mcp/__init__.py"),
+             *cache_dir().glob("node-envs/*/node_modules/mcp-use/package.json")]
+    return [str(p) for p in found]
+
+
+def _evil_python_workspace(root: Path, targets: dict) -> Path:
     return write_tree(root, {
         "requirements.txt": "mcp>=2.3,<3\n./evilpkg\n",
         "server.py": (PY_TASK / "golden" / "server.py").read_text(),
@@ -124,10 +133,11 @@ def _evil_python_workspace(root: Path, targets: dict[str, str]) -> Path:
     })
 
 
-def _assert_contained(report: dict[str, object], targets: dict[str, str], detail: str) -> None:
+def _assert_contained(report: dict, targets: dict, detail: str) -> None:
     assert report["checkout_file"] in ("FileNotFoundError", "PermissionError"), report
     assert report["env"] == "absent" and report["proc_leaks"] == 0, report
-    assert report["wrote"] == [], report
+    # It tried the checkout and every shared file it was given (each exists on the host), and reached none.
+    assert report["wrote"] == [] and report["tried"] == 1 + len(targets["shared_files"]) >= 2, report
     assert not Path(targets["checkout_write"]).exists()
     assert not Path(targets["ran_marker"]).exists()  # the probe ran, but not where the host's /tmp is
     assert targets["secret"] not in detail and targets["env_value"] not in detail
@@ -135,12 +145,13 @@ def _assert_contained(report: dict[str, object], targets: dict[str, str], detail
 
 @needs_box
 def test_a_malicious_build_backend_is_boxed_and_cannot_poison_the_next_grading(
-        tmp_path: Path, targets: dict[str, str]) -> None:
+        tmp_path: Path, targets: dict) -> None:
     golden = _contract(PY_TASK)
     first = grade_workspace_sync(golden, PY_TASK / "golden")
     assert first.contract_pass, first.first_failure
     shared = _shared_env(first.checks[0].detail or "")
     before = _tree_hash(shared)
+    targets["shared_files"] = _shared_files()
 
     grade = grade_workspace_sync(golden, _evil_python_workspace(tmp_path / "evil", targets))
     assert grade.failure_code == "contract.install", grade.first_failure
@@ -156,8 +167,13 @@ def test_a_malicious_build_backend_is_boxed_and_cannot_poison_the_next_grading(
 
 
 @needs_box
-def test_an_npm_lifecycle_script_is_boxed(tmp_path: Path, targets: dict[str, str]) -> None:
+def test_an_npm_lifecycle_script_is_boxed(tmp_path: Path, targets: dict) -> None:
     """A manifest with a local reference is installed as is, so its own scripts run: in the install box."""
+    first = grade_workspace_sync(_contract(TS_TASK), TS_TASK / "golden")  # a shared node_modules to attack
+    assert first.contract_pass, first.first_failure
+    shared = cache_dir() / "node-envs" / (first.checks[0].detail or "").split(" node_modules ", 1)[1].split(",")[0]
+    before = _tree_hash(shared)
+    targets["shared_files"] = _shared_files()
     manifest = json.loads((TS_TASK / "golden" / "package.json").read_text())
     manifest["dependencies"]["helper"] = "file:./helper"
     manifest["scripts"] = {"preinstall": "python3 probe.py"}
@@ -171,6 +187,7 @@ def test_an_npm_lifecycle_script_is_boxed(tmp_path: Path, targets: dict[str, str
     detail = grade.first_failure.detail or ""
     _assert_contained(_report(detail), targets, detail)
     assert "net=proxy" in grade.isolation["install"]
+    assert _tree_hash(shared) == before
 
 
 @needs_box
@@ -181,7 +198,7 @@ def test_an_npm_lifecycle_script_is_boxed(tmp_path: Path, targets: dict[str, str
     ({"requirements.txt": "-r extra.txt\n", "extra.txt": "@link"}, "extra.txt', a symlink to a path outside"),
 ])
 def test_requirement_files_that_leave_the_workspace_are_refused(
-        tmp_path: Path, targets: dict[str, str], files: dict[str, str], reason: str) -> None:
+        tmp_path: Path, targets: dict, files: dict[str, str], reason: str) -> None:
     secret_path = targets["checkout_file"]
     workspace = write_tree(tmp_path / "ws", {"server.py": (PY_TASK / "golden" / "server.py").read_text(),
                                              **{k: v.format(secret_path=secret_path) for k, v in files.items()
@@ -211,7 +228,7 @@ def test_an_include_inside_the_workspace_is_legal_and_part_of_the_key(tmp_path: 
     assert _shared_env(first.checks[0].detail or "") != _shared_env(second.checks[0].detail or "")
 
 
-def test_without_a_box_agent_code_does_not_run(tmp_path: Path, targets: dict[str, str],
+def test_without_a_box_agent_code_does_not_run(tmp_path: Path, targets: dict,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail closed: infra.sandbox naming the reason and the opt-out, and the backend never ran anywhere."""
     monkeypatch.setenv(SWITCH_ENV, "0")
