@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_evals_pipeline import procs
-
 UNBOXED_ENV = "MCP_EVALS_UNSAFE_UNBOXED_GRADING"
 SWITCH_ENV = "MCP_EVALS_GRADER_BOX"
 UNBOXED = "UNBOXED on the host (MCP_EVALS_UNSAFE_UNBOXED_GRADING=1)"
@@ -87,8 +85,9 @@ class StepBox:
             except subprocess.TimeoutExpired:
                 return StepResult(None, "")
             return StepResult(done.returncode, done.stdout + done.stderr)
-        # The box's own environment (sanitized, HOME and TMPDIR in the box, the proxy) plus the step's.
-        own = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}
+        # The box's own environment (sanitized, HOME and TMPDIR in the box, its proxy) plus the step's; the box
+        # alone decides the network, so no host proxy setting a step passes on can route around the allow-list.
+        own = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR") and "PROXY" not in k.upper()}
         assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in own.items())
         command = f"cd {shlex.quote(str(cwd))} && exec env {assigns} {shlex.join(argv)}"
         result = self._sandbox.run(command, timeout_s)
@@ -100,8 +99,3 @@ class StepBox:
             self._sandbox.close()
             self._sandbox = None
 
-
-def step_env(*, home: Path, tmp: Path, path_prefix: list[Path], extra: Mapping[str, str] | None = None
-             ) -> dict[str, str]:
-    """The sanitized environment of a step (procs.sanitized_env): nothing of the harness's."""
-    return procs.sanitized_env(home=home, tmp=tmp, path_prefix=path_prefix, extra=extra)

@@ -110,7 +110,7 @@ def _uv_env(uv_cache: Path) -> dict[str, str]:
         "UV_NATIVE_TLS": "1",
     }
     # Only the host's network settings pass: certificates, an index mirror (the box brings its own proxy).
-    env.update({k: v for k, v in os.environ.items() if k.upper() in _NETWORK_SETTINGS and "PROXY" not in k.upper()})
+    env.update({k: v for k, v in os.environ.items() if k.upper() in _NETWORK_SETTINGS})
     return env
 
 
