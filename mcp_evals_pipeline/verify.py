@@ -51,7 +51,18 @@ class VerifyResult:
             return False  # refused whatever the grade says: an infra grade must never count as a negative's fail
         if self.solution.expected_failure_code is None:
             return self.grade.contract_pass
-        return self.grade.failure_code == self.solution.expected_failure_code
+        return self.grade.failure_code == self.solution.expected_failure_code and self.requirement_error is None
+
+    @property
+    def requirement_error(self) -> str | None:
+        """A negative that names the requirement it violates must fail at a check of that requirement: failing
+        somewhere else means the contract does not test what the negative was written to break."""
+        wanted = self.solution.violates
+        first = self.grade.first_failure
+        if wanted is None or first is None or wanted in first.requirements:
+            return None
+        named = ", ".join(first.requirements) or "no requirement"
+        return f"violates {wanted!r} but first failed at {first.id}, which checks {named}"
 
     @property
     def expected(self) -> str:
@@ -69,6 +80,8 @@ class VerifyResult:
             return self.declaration_error
         if self.grade.error:
             return self.grade.error.splitlines()[0]
+        if self.grade.failure_code == self.solution.expected_failure_code and self.requirement_error:
+            return self.requirement_error
         first = self.grade.first_failure
         return f"{first.id}: {first.detail}" if first else None
 

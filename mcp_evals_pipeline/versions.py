@@ -3,4 +3,7 @@ know that a comparison crosses a version boundary."""
 
 # 1.1.0: grading works on a copy of the workspace (links leaving it dropped), installs and tsc run in boxes with
 # private download caches, requirement includes outside the workspace are refused, the server runs as nobody.
-GRADER_VERSION = "1.1.0"
+# 2.0.0: exact JSON types (number-equals no longer reads a numeric string as a number; `equals`, `json-type`, a
+# `path` for contains), declared input property types, requested input_required field types, upstream query and
+# body expectations, calls as a second IdP user, and checks that name the requirements they test.
+GRADER_VERSION = "2.0.0"

@@ -54,6 +54,8 @@ class Check(RecordModel):
     required: bool = True
     detail: str | None = None
     stage: str = ""
+    # The task's requirement ids this check tests (task.json `requirements`); empty on older records.
+    requirements: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _derive_stage(self) -> Check:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from mcp_evals_pipeline.contracts.task_base import ContractModel, Expectation, as_list
+from mcp_evals_pipeline.contracts.task_base import ContractModel, Covers, Expectation, JsonType, as_list
 
 # What an elicitation form may carry back (mcp_types.ElicitResult.content): flat primitive values only.
 FormValue = str | int | float | bool | list[str] | None
@@ -36,11 +36,14 @@ class InputRound(ContractModel):
     # A substring the round's request message must carry (case-insensitive), so a server asking the wrong
     # question, or asking the right questions in the wrong order, fails at the round it goes wrong.
     request_contains: str | None = Field(default=None, min_length=1)
+    # Fields the round's requestedSchema must declare, each with this JSON Schema type (e.g. {"confirm": "boolean"}),
+    # so a server asking for "yes"/"no" text where a boolean was asked for fails at the round.
+    requested_fields: dict[str, JsonType] = Field(default_factory=dict)
     # The answer the grader gives, e.g. {"action": "accept", "content": {"confirm": true}} or {"action": "decline"}.
     respond: InputAnswer
 
 
-class InputRequiredCall(ContractModel):
+class InputRequiredCall(Covers):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     rounds: list[InputRound] = Field(min_length=1)

@@ -10,10 +10,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from mcp_evals_pipeline.contracts.task_base import ContractModel
+from mcp_evals_pipeline.contracts.task_base import Covers
 
 
-class OAuthSpec(ContractModel):
+class OAuthSpec(Covers):
+    # `requirements`: what the oauth stage's probes (missing / wrong / expired token, metadata, a good token) test.
     # Which IdP's claim shape, issuer layout and seeded user (oauth_idp.SEED_CONSTANTS).
     backend: Literal["clerk", "okta"]
     # clerk only: a real Clerk Frontend API URL, exposed to the agent phase as MCP_USE_OAUTH_CLERK_FRONTEND_API_URL

@@ -14,14 +14,47 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from mcp_evals_pipeline.contracts.input_required import InputRequiredCall
 from mcp_evals_pipeline.contracts.oauth import OAuthSpec
-from mcp_evals_pipeline.contracts.task_base import ContractModel, Expectation, ExpectationType, as_list
+from mcp_evals_pipeline.contracts.task_base import (
+    ContractModel,
+    Covers,
+    Expectation,
+    ExpectationType,
+    GapKind,
+    JsonType,
+    as_list,
+)
 from mcp_evals_pipeline.contracts.upstream import UpstreamSpec
 from mcp_evals_pipeline.contracts.views import ViewBinding, view_bindings
 
 __all__ = ["ContractModel", "Expectation", "ExpectationType", "ResourceRead", "TaskContract", "ToolCall"]
 
 
-class ResourceRead(ContractModel):
+# Ladder stages a requirement may be checked by as a whole (`checkedBy`); everything later in the ladder (a call,
+# a read, a view, an input_required call, an upstream request) names its requirements itself.
+WHOLE_STAGE_CHECKS: tuple[str, ...] = ("install", "typecheck", "imports", "source", "entry", "build", "start",
+                                       "oauth", "handshake", "tools", "resources")
+
+
+class Requirement(ContractModel):
+    """One requirement the prompt states. Every one needs a check (an element naming it, or a `checkedBy` stage)
+    and a negative that violates only it (tests/test_requirement_coverage.py)."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    text: str = Field(min_length=1)
+    kinds: list[GapKind] = Field(default_factory=list)
+    checked_by: list[str] = Field(default_factory=list)
+
+    @field_validator("checked_by")
+    @classmethod
+    def _whole_stages(cls, value: list[str]) -> list[str]:
+        for stage in value:
+            if stage not in WHOLE_STAGE_CHECKS:
+                raise ValueError(f"checkedBy {stage!r} is not one of {', '.join(WHOLE_STAGE_CHECKS)} (a call, read "
+                                 "or other element names its requirements itself)")
+        return value
+
+
+class ResourceRead(Covers):
     uri: str
     expect: list[Expectation] = Field(default_factory=list)
     mime_type: str | None = None
@@ -31,7 +64,7 @@ class ResourceRead(ContractModel):
     _listify = field_validator("expect", mode="before")(as_list)
 
 
-class ToolCall(ContractModel):
+class ToolCall(Covers):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     # None: not checked; True/False: the result's isError flag must equal it.
@@ -42,23 +75,28 @@ class ToolCall(ContractModel):
     reads_after: list[ResourceRead] = Field(default_factory=list)
     timeout_seconds: float | None = Field(default=None, gt=0)
     view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
+    # oauth tasks: the call is made on a session of its own, with a token minted for this user of the IdP
+    # (oauth_idp.USERS), so an identity answer is checked against more than the one user every call uses.
+    as_user: str | None = None
 
     _listify = field_validator("expect", mode="before")(as_list)
 
 
-class ExpectedTool(ContractModel):
+class ExpectedTool(Covers):
     name: str
     required_props: list[str] = Field(default_factory=list)
+    # The JSON Schema type each named input property must declare in the listed inputSchema (e.g. {"a": "integer"}).
+    prop_types: dict[str, JsonType] = Field(default_factory=dict)
     view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
 
 
-class ExpectedResource(ContractModel):
+class ExpectedResource(Covers):
     uri: str
     name: str | None = None
     mime_type: str | None = None
 
 
-class ExpectedResourceTemplate(ContractModel):
+class ExpectedResourceTemplate(Covers):
     uri_template: str
     name: str | None = None
     mime_type: str | None = None
@@ -76,6 +114,8 @@ class DeterministicReadiness(ContractModel):
 class TaskContract(ContractModel):
     id: str | None = None
     title: str
+    # What the prompt requires, each with an id the checks name (empty only for the earlier harness's contracts).
+    requirements: list[Requirement] = Field(default_factory=list)
     runtime: Literal["python", "node"] | None = None
     entry_candidates: list[str] = Field(
         min_length=1, validation_alias=AliasChoices("entryCandidates", "entry", "entry_candidates")
@@ -131,7 +171,38 @@ class TaskContract(ContractModel):
         if self.deterministic_readiness is not None and (self.expected_tools or self.calls):
             raise ValueError("a source-imports task keeps expectedTools and calls empty")
         view_bindings(self)  # contradictory bindings fail when the contract loads, not at grading time
+        ids = [r.id for r in self.requirements]
+        if len(set(ids)) != len(ids):
+            raise ValueError("requirements lists an id twice")
+        for where, named in self.requirement_refs():
+            for rid in named:
+                if rid not in ids:
+                    raise ValueError(f"{where} names requirement {rid!r}, which is not in requirements")
+        if any(c.as_user for c in self.calls) and self.oauth is None:
+            raise ValueError("calls[].asUser needs an oauth section")
         return self
+
+    def requirement_refs(self) -> list[tuple[str, list[str]]]:
+        """(where, requirement ids) for every element of the contract that names requirements."""
+        refs: list[tuple[str, list[str]]] = [(f"expectedTools[{i}]", t.requirements)
+                                             for i, t in enumerate(self.expected_tools)]
+        refs += [(f"expectedResources[{i}]", r.requirements) for i, r in enumerate(self.expected_resources)]
+        refs += [(f"expectedResourceTemplates[{i}]", r.requirements)
+                 for i, r in enumerate(self.expected_resource_templates)]
+        refs += [(f"resourceReads[{i}]", r.requirements) for i, r in enumerate(self.resource_reads)]
+        for i, call in enumerate(self.calls):
+            refs.append((f"calls[{i}]", call.requirements))
+            refs += [(f"calls[{i}].readsBefore[{j}]", r.requirements) for j, r in enumerate(call.reads_before)]
+            refs += [(f"calls[{i}].readsAfter[{j}]", r.requirements) for j, r in enumerate(call.reads_after)]
+        refs += [(f"postCallResourceReads[{i}]", r.requirements) for i, r in enumerate(self.post_call_resource_reads)]
+        refs += [(f"views[{i}]", v.requirements) for i, v in enumerate(self.views)]
+        refs += [(f"inputRequiredCalls[{i}]", c.requirements) for i, c in enumerate(self.input_required_calls)]
+        if self.oauth is not None:
+            refs.append(("oauth", self.oauth.requirements))
+        if self.upstream is not None:
+            refs += [(f"upstream.expectRequests[{i}]", r.requirements)
+                     for i, r in enumerate(self.upstream.expect_requests)]
+        return refs
 
     @property
     def effective_runtime(self) -> Literal["python", "node"]:

@@ -7,10 +7,11 @@ in the environment variable `env`, and after the calls checks `expectRequests` a
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import Field, field_validator
 
-from mcp_evals_pipeline.contracts.task_base import ContractModel
+from mcp_evals_pipeline.contracts.task_base import ContractModel, Covers
 from mcp_evals_pipeline.upstreams import SERVICES
 
 # Variables the grader itself sets for the server: an upstream must never override them.
@@ -18,10 +19,16 @@ _RESERVED_ENV = frozenset({"PORT", "PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "
                            "PYTHONDONTWRITEBYTECODE"})
 
 
-class ExpectedRequest(ContractModel):
+class ExpectedRequest(Covers):
     method: str
     # A regular expression the whole request path (without the query string) must match, e.g. "/orders/ord_1001".
     path: str
+    # Query parameters the request must carry with exactly these values (others may be present too). A parameter
+    # that must be absent is given as null.
+    query: dict[str, str | None] | None = None
+    # The JSON body the request must carry: every key given must be present with an equal value, types included
+    # (a relay that turns 2 into "2" differs); keys not given are not checked.
+    body: dict[str, Any] | None = None
     min_count: int = Field(default=1, ge=1)
 
     @field_validator("method")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
-from mcp_evals_pipeline.contracts.task_base import ContractModel
+from mcp_evals_pipeline.contracts.task_base import Covers
 
 if TYPE_CHECKING:
     from mcp_evals_pipeline.contracts.task import TaskContract
@@ -22,7 +22,7 @@ APP_MIME = "text/html;profile=mcp-app"
 UI_SCHEME = "ui://"
 
 
-class ViewBinding(ContractModel):
+class ViewBinding(Covers):
     tool: str
     resource_uri: str  # ui://...
     mime_type: str = APP_MIME

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ class Step:
     id: str
     stage: str
     run: Callable[[], Awaitable[str | None]]
+    requirements: list[str] = field(default_factory=list)  # of the contract element behind the check
 
 
 class Feature(ABC):

@@ -42,9 +42,11 @@ from mcp_evals_pipeline.grader import stages  # noqa: F401 - importing registers
 from mcp_evals_pipeline.grader.boxes import NoBox, StepBox
 from mcp_evals_pipeline.grader.expectations import (
     clip,
+    declared_type_ok,
     describe,
     expectation_failure,
     resource_text,
+    schema_types,
     tool_result_text,
 )
 from mcp_evals_pipeline.grader.features import FEATURES, Feature, Step, StepFailed
@@ -196,11 +198,22 @@ class Grading:
     def _read_step(self, read: ResourceRead, stage: str, prefix: str) -> Step:
         key = f"{prefix}:{read.uri}"
         self.read_counts[key] += 1
-        return Step(f"{key}:{self.read_counts[key]}", stage, lambda: self._read(read))
+        return Step(f"{key}:{self.read_counts[key]}", stage, lambda: self._read(read), list(read.requirements))
 
     def _call_step(self, call: ToolCall) -> Step:
         self.call_counts[call.tool] += 1
-        return Step(f"call:{call.tool}:{self.call_counts[call.tool]}", "calls", lambda: self._call(call))
+        return Step(f"call:{call.tool}:{self.call_counts[call.tool]}", "calls", lambda: self._call(call),
+                    list(call.requirements))
+
+    def requirements_of(self, step: Step) -> list[str]:
+        """The requirement ids a check tests: its element's, plus those checked by its whole stage."""
+        by_stage = [r.id for r in self.contract.requirements if step.stage in r.checked_by]
+        if step.stage == "tools":
+            by_stage += [rid for t in self.contract.expected_tools for rid in t.requirements]
+        if step.stage == "resources" and not step.id.startswith("resource-read"):
+            by_stage += [rid for r in (*self.contract.expected_resources, *self.contract.expected_resource_templates)
+                         for rid in r.requirements]
+        return list(dict.fromkeys([*step.requirements, *by_stage]))
 
     # ---- running it ------------------------------------------------------------------------------------------
 
@@ -216,11 +229,14 @@ class Grading:
                 started = time.perf_counter()
                 try:
                     detail = await step.run()
-                    checks.append(Check(id=step.id, passed=True, detail=detail, stage=step.stage))
+                    checks.append(Check(id=step.id, passed=True, detail=detail, stage=step.stage,
+                                        requirements=self.requirements_of(step)))
                 except StepFailed as failed:
-                    checks.append(Check(id=step.id, passed=False, detail=failed.detail, stage=step.stage))
+                    checks.append(Check(id=step.id, passed=False, detail=failed.detail, stage=step.stage,
+                                        requirements=self.requirements_of(step)))
                     checks += [
-                        Check(id=s.id, passed=False, detail=f"blocked by {step.stage}", stage=s.stage)
+                        Check(id=s.id, passed=False, detail=f"blocked by {step.stage}", stage=s.stage,
+                              requirements=self.requirements_of(s))
                         for s in steps[index + 1 :]
                     ]
                     failure_code = f"contract.{step.stage}"
@@ -504,6 +520,15 @@ class Grading:
                     problems.append(f"{actual}: no input parameter {prop!r} (has: {', '.join(props) or 'none'})")
                 elif prop not in required:
                     problems.append(f"{actual}: input parameter {prop!r} is not required")
+            for prop, wanted in expected.prop_types.items():
+                if prop not in props:
+                    if prop not in expected.required_props:
+                        problems.append(f"{actual}: no input parameter {prop!r} (has: {', '.join(props) or 'none'})")
+                    continue
+                declared = schema_types(props[prop])
+                if not declared_type_ok(declared, wanted):
+                    problems.append(f"{actual}: input parameter {prop!r} declares type "
+                                    f"{'/'.join(sorted(declared)) or 'none'} (expected {wanted})")
         if problems:
             raise StepFailed("; ".join(problems) + f" (listed: {', '.join(sorted(listed)) or 'none'})")
         return f"{len(listed)} tools" + (f"; {'; '.join(notes)}" if notes else "")

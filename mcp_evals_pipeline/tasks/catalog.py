@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mcp_evals_pipeline.contracts.task import ContractModel, TaskContract
+from mcp_evals_pipeline.contracts.task_base import GapKind
 from mcp_evals_pipeline.paths import prompt_hash_lock, tasks_dir
 
 NEGATIVE_DECLARATION = "negative.json"
@@ -24,6 +25,10 @@ NEGATIVE_DECLARATION = "negative.json"
 class NegativeDeclaration(ContractModel):
     failure_code: str
     why: str
+    # The one requirement (task.json `requirements`) this negative breaks: its first failing check must name it.
+    violates: str | None = None
+    # The kind of gap it commits (contracts/task_base.GapKind), when it is one the coverage test looks for.
+    gap_kind: GapKind | None = None
 
 
 class TaskLoadError(Exception):
@@ -46,6 +51,8 @@ class Solution:
     path: Path
     expected_failure_code: str | None  # None: must pass
     why: str | None = None
+    violates: str | None = None  # negatives: the requirement it breaks
+    gap_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +128,8 @@ def _load_solutions(task_dir: Path) -> tuple[Solution, ...]:
                 raise TaskLoadError(decl_path, first["msg"], _format_loc(first["loc"])) from exc
             if not decl.failure_code.startswith("contract."):
                 raise TaskLoadError(decl_path, "must be a contract.<stage> code", "failureCode")
-            solutions.append(Solution("negative", neg.name, neg, decl.failure_code, decl.why))
+            solutions.append(Solution("negative", neg.name, neg, decl.failure_code, decl.why, decl.violates,
+                                      decl.gap_kind))
     return tuple(solutions)
 
 
@@ -133,6 +141,12 @@ def load_task(task_dir: Path) -> Task:
     except FileNotFoundError as exc:
         raise TaskLoadError(prompt_path, "file is missing") from exc
     contract = parse_contract(contract_path)
+    solutions = _load_solutions(task_dir)
+    known = {r.id for r in contract.requirements}
+    for sol in solutions:
+        if sol.violates is not None and sol.violates not in known:
+            raise TaskLoadError(sol.path / NEGATIVE_DECLARATION,
+                                f"violates {sol.violates!r}, which is not a requirement of {contract_path}", "violates")
     if contract.id is not None and contract.id != task_dir.name:
         raise TaskLoadError(contract_path, f"id {contract.id!r} differs from the directory name", "id")
     if "--" in task_dir.name or any(ch in task_dir.name for ch in "|[],"):
@@ -143,7 +157,7 @@ def load_task(task_dir: Path) -> Task:
         prompt=prompt_bytes.decode("utf-8"),
         contract=contract,
         prompt_hash=compute_prompt_hash(prompt_bytes, contract_path.read_bytes()),
-        solutions=_load_solutions(task_dir),
+        solutions=solutions,
     )
 
 

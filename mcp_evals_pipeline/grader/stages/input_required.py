@@ -24,7 +24,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_evals_pipeline.contracts.input_required import InputAnswer, InputRequiredCall, InputRound
 from mcp_evals_pipeline.contracts.task_base import Expectation
-from mcp_evals_pipeline.grader.expectations import clip, describe, expectation_failure, tool_result_text
+from mcp_evals_pipeline.grader.expectations import (
+    clip,
+    declared_type_ok,
+    describe,
+    expectation_failure,
+    schema_types,
+    tool_result_text,
+)
 from mcp_evals_pipeline.grader.features import Feature, Position, Step, StepFailed, register
 
 if TYPE_CHECKING:
@@ -74,7 +81,7 @@ class InputRequiredStage(Feature):
         for call in self.grading.contract.input_required_calls:
             counts[call.tool] += 1
             steps.append(Step(f"{CHECK_PREFIX}:{call.tool}:{counts[call.tool]}", STAGE,
-                              lambda call=call: self._check(call)))
+                              lambda call=call: self._check(call), list(call.requirements)))
         return steps
 
     # ---- the client ------------------------------------------------------------------------------------------
@@ -161,16 +168,22 @@ def _answered_key(where: str, scripted: InputRound, result: types.InputRequiredR
         if why:
             raise StepFailed(f'{where}: the elicitation message "{clip(message)}" {why}')
     content = scripted.respond.content
-    if content:
+    if content or scripted.requested_fields:
         params = request.params
         if not isinstance(params, types.ElicitRequestFormParams):
             raise StepFailed(f"{where}: expected a form elicitation with the field(s) {', '.join(content)}, "
                              f"found a {params.mode}-mode elicitation")
         properties = (params.requested_schema or {}).get("properties") or {}
-        missing = [field for field in content if field not in properties]
+        wanted = [*(content or {}), *(f for f in scripted.requested_fields if f not in (content or {}))]
+        missing = [field for field in wanted if field not in properties]
         if missing:
             raise StepFailed(f"{where}: the requested schema has no field {', '.join(map(repr, missing))} "
                              f"(has: {', '.join(properties) or 'none'})")
+        for field, json_type in scripted.requested_fields.items():
+            declared = schema_types(properties[field])
+            if not declared_type_ok(declared, json_type):
+                raise StepFailed(f"{where}: the requested field {field!r} has type "
+                                 f"{'/'.join(sorted(declared)) or 'none'} (expected {json_type})")
     return key
 
 

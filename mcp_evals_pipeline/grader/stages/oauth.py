@@ -101,6 +101,8 @@ class OAuthFeature(Feature):
         if spec is not None and PROFILES[spec.backend].audience is not None:
             steps.append(Step("oauth:wrong-audience", "oauth", self._wrong_audience))
         steps.append(Step("oauth:token", "oauth", self._token))
+        for step in steps:
+            step.requirements = list(spec.requirements) if spec is not None else []
         return steps
 
     # ---- helpers ----------------------------------------------------------------------------------------

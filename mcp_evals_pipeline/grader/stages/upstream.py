@@ -9,6 +9,7 @@ same results, but never shows up here.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
@@ -23,7 +24,27 @@ LISTED_REQUESTS = 25
 
 
 def _matches(expected: ExpectedRequest, request: RecordedRequest) -> bool:
-    return request.method.upper() == expected.method and re.fullmatch(expected.path, request.path) is not None
+    if request.method.upper() != expected.method or re.fullmatch(expected.path, request.path) is None:
+        return False
+    for key, want in (expected.query or {}).items():
+        got = request.query.get(key)
+        if (want is None) != (got is None) or (want is not None and got != [want]):
+            return False
+    if expected.body is not None:
+        body = request.body
+        if not isinstance(body, dict):
+            return False
+        return all(k in body and body[k] == v and type(body[k]) is type(v) for k, v in expected.body.items())
+    return True
+
+
+def _describe_expected(expected: ExpectedRequest) -> str:
+    text = f"{expected.method} {expected.path}"
+    if expected.query:
+        text += "?" + "&".join(f"{k}={'<absent>' if v is None else v}" for k, v in expected.query.items())
+    if expected.body is not None:
+        text += " " + json.dumps(expected.body, separators=(",", ":"))
+    return text
 
 
 def _recorded_summary(recorded: list[RecordedRequest]) -> str:
@@ -52,7 +73,9 @@ class UpstreamFeature(Feature):
     def steps(self, position: Position) -> list[Step]:
         if position != "after_calls":
             return []
-        return [Step("upstream", "upstream", self._check_requests)]
+        spec = self.spec
+        return [Step("upstream", "upstream", self._check_requests,
+                     [rid for r in spec.expect_requests for rid in r.requirements])]
 
     async def _check_requests(self) -> str:
         assert self.service is not None
@@ -61,7 +84,7 @@ class UpstreamFeature(Feature):
         for expected in self.spec.expect_requests:
             count = sum(_matches(expected, r) for r in recorded)
             if count < expected.min_count:
-                missing.append(f"{expected.method} {expected.path} at least {expected.min_count}x (recorded {count}x)")
+                missing.append(f"{_describe_expected(expected)} at least {expected.min_count}x (recorded {count}x)")
         if not self.spec.expect_requests and not recorded:
             # No particular request named: the upstream must still have been used at all.
             missing.append("any request at least 1x (recorded 0x)")

@@ -94,7 +94,8 @@ class Views(Feature):
     def steps(self, position: Position) -> list[Step]:
         if position != "after_resources":
             return []
-        return [Step(f"view:{b.tool}", "views", partial(self._check, b)) for b in view_bindings(self.grading.contract)]
+        return [Step(f"view:{b.tool}", "views", partial(self._check, b), list(b.requirements))
+                for b in view_bindings(self.grading.contract)]
 
     async def _list(self, what: str, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
         items: list[Any] = []
