@@ -307,8 +307,10 @@ def report_cmd(run_id: str, write: bool) -> None:
 @main.command("trends")
 @click.option("--agent", help="Only this agent runner.")
 @click.option("--condition", help="Only this condition.")
-def trends_cmd(agent: str | None, condition: str | None) -> None:
-    """Pass rate per batch over time; a grader-version boundary is marked, since it breaks comparability."""
+@click.option("--suite", help="Only this suite (tasks/suites.json).")
+def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> None:
+    """Pass rate per batch over time, one series per suite x agent x model x condition; a batch whose grader
+    version or task set (task ids x promptHashes) changed is marked, since either breaks comparability."""
     from mcp_evals_pipeline.sql_models import materialize_models
 
     with TrialStore().connect() as con:
@@ -319,16 +321,20 @@ def trends_cmd(agent: str | None, condition: str | None) -> None:
             sql, params = sql + " AND agent_runner = ?", [*params, agent]
         if condition:
             sql, params = sql + " AND condition = ?", [*params, condition]
-        cursor = con.execute(sql + " ORDER BY agent_runner, agent_model, condition, batch_date", params)
+        if suite:
+            sql, params = sql + " AND suite = ?", [*params, suite]
+        cursor = con.execute(sql + " ORDER BY suite, agent_runner, agent_model, condition, batch_date", params)
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-    table = Table("batch", "date", "agent/model", "condition", "pass rate", "passed/valid", "invalid", "grader",
-                  title="trends")
+    table = Table("suite", "batch", "date", "agent/model", "condition", "pass rate", "passed/valid", "invalid",
+                  "tasks", "grader", title="trends")
     for r in rows:
         rate = "-" if r["pass_rate"] is None else f"{float(r['pass_rate']):.0%}"
         marker = " [yellow]<- grader changed[/]" if r.get("grader_boundary") else ""
-        table.add_row(str(r["batch_id"]), str(r["batch_date"]), f"{r['agent_runner']}/{r['agent_model']}",
-                      str(r["condition"]), rate, f"{r['passed']}/{r['valid_scored']}", str(r["invalid"]),
+        task_marker = " [yellow]<- task set changed[/]" if r.get("task_set_boundary") else ""
+        table.add_row(str(r["suite"]), str(r["batch_id"]), str(r["batch_date"]),
+                      f"{r['agent_runner']}/{r['agent_model']}", str(r["condition"]), rate,
+                      f"{r['passed']}/{r['valid_scored']}", str(r["invalid"]), f"{r['tasks']}{task_marker}",
                       f"{r['grader_versions']}{marker}")
     out.print(table)
 

@@ -7,9 +7,9 @@ it starts in milliseconds and binds its own free port, so there is no race with 
   every URL a client may derive from the issuer (issuer-relative and path-inserted);
 - a JWKS with an RS256 key generated per instance (so a token of one instance never verifies against another);
 - dynamic client registration (RFC 7591; the MCP client registers itself), public clients only;
-- `/authorize` that approves at once as the seeded user (no UI): it redirects with a code, `state` and `iss`;
+- `/authorize` that approves at once as the primary seeded user (no UI): it redirects with a code, `state` and `iss`;
 - `/token` with authorization_code + PKCE (S256 only) and refresh_token, issuing signed JWT access tokens;
-- `/userinfo` (OIDC) for a token it issued.
+- `/userinfo` (OIDC) for a token it issued, answering for the token's user.
 
 Two backends with their real claim shapes, issuer layouts and endpoint paths:
 
@@ -20,8 +20,10 @@ Two backends with their real claim shapes, issuer layouts and endpoint paths:
   `aud` (the authorization server's audience, `api://default`), `iat`, `exp`, `cid`, `uid` (the user id,
   `00u...`), `scp` (a list), `auth_time`, `sub` = the user's login (an email) and the custom claim `name`.
 
-The seeded user of each backend is a module constant (`CLERK_SEED_*`, `OKTA_SEED_*`): task contracts that check an
-identity must use exactly these (tests/test_oauth.py enforces it). A server under test gets the IdP through the
+The seeded users of each backend are module constants: the primary user (`CLERK_SEED_*`, `OKTA_SEED_*`), whom
+`/authorize` approves, and a secondary one (`CLERK_SECONDARY_*`, `OKTA_SECONDARY_*`), whose tokens are only minted
+(`USERS[backend][name]`; a contract's `calls[].asUser` names one). Task contracts that check an identity must use
+exactly these (tests/test_oauth.py enforces it). A server under test gets the IdP through the
 variables of `Idp.env()` (`OAUTH_ISSUER_URL`, `OAUTH_JWKS_URL`, and for okta `OAUTH_AUDIENCE`).
 """
 
@@ -62,6 +64,34 @@ OKTA_AUDIENCE = "api://default"  # the audience of Okta's default custom authori
 SEED_CONSTANTS: dict[Backend, dict[str, str]] = {
     "clerk": {"user_id": CLERK_SEED_USER_ID, "email": CLERK_SEED_EMAIL, "name": CLERK_SEED_NAME},
     "okta": {"user_id": OKTA_SEED_USER_ID, "email": OKTA_SEED_EMAIL, "name": OKTA_SEED_NAME},
+}
+
+# A second user of each backend. `/authorize` never signs in as them (it approves as the primary user); the grader
+# mints their tokens directly for the calls of a contract marked `asUser: "secondary"`, so a server that answers
+# the primary user's identity whatever the token says is caught.
+CLERK_SECONDARY_USER_ID = "user_2wPm5RtYc8KdQ3vNx6BgLh1ZsFa"
+CLERK_SECONDARY_EMAIL = "katherine.johnson@example.com"
+CLERK_SECONDARY_NAME = "Katherine Johnson"
+
+OKTA_SECONDARY_USER_ID = "00u3r7m1pkV6yHcJ9w2"
+OKTA_SECONDARY_EMAIL = "alan.turing@example.com"
+OKTA_SECONDARY_NAME = "Alan Turing"
+
+PRIMARY_USER = "primary"
+USER_NAMES: tuple[str, ...] = (PRIMARY_USER, "secondary")  # what a contract's `calls[].asUser` may name
+
+# backend -> user name -> {"user_id", "email", "name"}; "primary" is SEED_CONSTANTS (the user /authorize approves).
+USERS: dict[Backend, dict[str, dict[str, str]]] = {
+    "clerk": {
+        PRIMARY_USER: SEED_CONSTANTS["clerk"],
+        "secondary": {"user_id": CLERK_SECONDARY_USER_ID, "email": CLERK_SECONDARY_EMAIL,
+                      "name": CLERK_SECONDARY_NAME},
+    },
+    "okta": {
+        PRIMARY_USER: SEED_CONSTANTS["okta"],
+        "secondary": {"user_id": OKTA_SECONDARY_USER_ID, "email": OKTA_SECONDARY_EMAIL,
+                      "name": OKTA_SECONDARY_NAME},
+    },
 }
 
 # ---- what a server under test is told ---------------------------------------------------------------------------
@@ -108,9 +138,19 @@ PROFILES: dict[Backend, Profile] = {
 }
 
 
-def seed_constants(backend: str) -> set[str]:
-    """The identity values a task of this backend may expect (its seeded user's id, email and name)."""
-    return set(SEED_CONSTANTS[backend].values())  # type: ignore[index]
+def seed_constants(backend: str, user: str = PRIMARY_USER) -> set[str]:
+    """The identity values a call of this backend may expect: the id, email and name of the user it is made as
+    (the primary user unless the call names another with `asUser`)."""
+    return set(USERS[backend][user].values())  # type: ignore[index]
+
+
+def user_of(backend: str, claims: dict[str, Any]) -> str | None:
+    """The name of the seeded user a token's claims belong to (None: nobody this backend seeded)."""
+    key = "uid" if backend == "okta" else "sub"
+    for name, user in USERS[backend].items():  # type: ignore[index]
+        if claims.get(key) == user["user_id"]:
+            return name
+    return None
 
 
 def _b64url(data: bytes) -> str:
@@ -227,22 +267,35 @@ class Idp:
     # ---- tokens --------------------------------------------------------------------------------------------
 
     def claims_for(self, client_id: str, scopes: list[str] | None = None, *, issued_at: int | None = None,
-                   lifetime: int = ACCESS_TOKEN_LIFETIME_S) -> dict[str, Any]:
-        """The access-token claims this backend issues for the seeded user."""
+                   lifetime: int = ACCESS_TOKEN_LIFETIME_S, user: str = PRIMARY_USER) -> dict[str, Any]:
+        """The access-token claims this backend issues for a seeded user (the primary one unless named)."""
+        if user not in USERS[self.backend]:
+            raise IdpError(f"no seeded user {user!r} (have: {', '.join(USERS[self.backend])})")
+        seed = USERS[self.backend][user]
         now = int(time.time()) if issued_at is None else issued_at
         granted = list(scopes) if scopes else list(self.profile.default_scopes)
         if self.backend == "clerk":
             return {
-                "iss": self.issuer, "sub": CLERK_SEED_USER_ID, "sid": "sess_" + _random_id(27), "azp": client_id,
+                "iss": self.issuer, "sub": seed["user_id"], "sid": "sess_" + _random_id(27), "azp": client_id,
                 "client_id": client_id, "scope": " ".join(granted), "jti": "oat_" + _random_id(32),
                 "iat": now, "nbf": now - 10, "exp": now + lifetime, "v": 2,
-                "email": CLERK_SEED_EMAIL, "name": CLERK_SEED_NAME,
+                "email": seed["email"], "name": seed["name"],
             }
         return {
             "ver": 1, "jti": "AT." + _random_id(43), "iss": self.issuer, "aud": OKTA_AUDIENCE, "iat": now,
-            "exp": now + lifetime, "cid": client_id, "uid": OKTA_SEED_USER_ID, "scp": granted, "auth_time": now,
-            "sub": OKTA_SEED_EMAIL, "name": OKTA_SEED_NAME,
+            "exp": now + lifetime, "cid": client_id, "uid": seed["user_id"], "scp": granted, "auth_time": now,
+            "sub": seed["email"], "name": seed["name"],
         }
+
+    def mint_like(self, token: str, user: str) -> str:
+        """A token for another seeded user that differs from `token` (one this instance issued, e.g. the
+        primary user's from a headless flow) only in the user: same client, scopes, audience and lifetime, fresh
+        `jti` (and `sid`). Raises jwt.PyJWTError for a token this instance did not issue."""
+        original = self.verify(token)
+        scopes = original["scope"].split() if "scope" in original else list(original.get("scp") or [])
+        client_id = original.get("client_id") or original.get("cid") or "mcp-evals-grader"
+        lifetime = max(60, int(original["exp"]) - int(original["iat"]))
+        return self.sign(self.claims_for(str(client_id), scopes, lifetime=lifetime, user=user))
 
     def sign(self, claims: dict[str, Any], *, foreign_key: bool = False) -> str:
         """RS256 with this instance's key, or with another key under the same `kid` (a forgery)."""
@@ -256,9 +309,11 @@ class Idp:
 
     def mint(self, *, client_id: str = "mcp-evals-grader", scopes: list[str] | None = None,
              issued_at: int | None = None, lifetime: int = ACCESS_TOKEN_LIFETIME_S,
-             overrides: dict[str, Any] | None = None, foreign_key: bool = False) -> str:
-        """A token without any flow (for probes): the backend's claims, optionally changed, optionally forged."""
-        claims = {**self.claims_for(client_id, scopes, issued_at=issued_at, lifetime=lifetime), **(overrides or {})}
+             overrides: dict[str, Any] | None = None, foreign_key: bool = False, user: str = PRIMARY_USER) -> str:
+        """A token without any flow (for probes): the backend's claims for a seeded user, optionally changed,
+        optionally forged."""
+        claims = {**self.claims_for(client_id, scopes, issued_at=issued_at, lifetime=lifetime, user=user),
+                  **(overrides or {})}
         return self.sign(claims, foreign_key=foreign_key)
 
     def mint_unsigned(self, **kwargs: Any) -> str:
@@ -389,16 +444,16 @@ class Idp:
         try:
             if not auth.lower().startswith("bearer "):
                 raise jwt.InvalidTokenError("no bearer token")
-            self.verify(auth[7:].strip())
+            claims = self.verify(auth[7:].strip())
         except jwt.PyJWTError:
             return 401, {"WWW-Authenticate": 'Bearer error="invalid_token"', "Content-Type": "application/json"}, (
                 b'{"error": "invalid_token"}')
-        seed = SEED_CONSTANTS[self.backend]
+        seed = USERS[self.backend][user_of(self.backend, claims) or PRIMARY_USER]  # the token's user
         if self.backend == "okta":
-            info = {"sub": OKTA_SEED_USER_ID, "email": seed["email"], "preferred_username": seed["email"],
+            info = {"sub": seed["user_id"], "email": seed["email"], "preferred_username": seed["email"],
                     "name": seed["name"], "email_verified": True}
         else:
-            info = {"sub": CLERK_SEED_USER_ID, "email": seed["email"], "name": seed["name"],
+            info = {"sub": seed["user_id"], "email": seed["email"], "name": seed["name"],
                     "email_verified": True}
         return _json(200, info)
 

@@ -18,6 +18,7 @@ from mcp_evals_pipeline.conditions import skill_hash
 from mcp_evals_pipeline.contracts.records import RunFile, RunManifest, TrialRecord
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, get_task
+from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites
 from mcp_evals_pipeline.trials import TRIAL_FILE, read_trial_records
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
@@ -50,10 +51,28 @@ def build_run_file(run_dir: Path) -> RunFile:
                                                                      if t.condition.startswith("skill+"))) else None,
             conditions=sorted({t.condition for t in trials}),
             trials_per_cell=max(t.trial for t in trials),
+            suites=_suite_manifest(trials),
             extra={"graderVersions": versions} if len(versions) > 1 else None,
         ),
         trials=trials,
     )
+
+
+def _suite_manifest(trials: list[TrialRecord]) -> dict[str, dict[str, str | None]] | None:
+    """suite -> the SDK package it tests and the newest release its trials saw on the registry."""
+    try:
+        suites = load_suites()
+    except SuiteError:
+        suites = {}
+    out: dict[str, dict[str, str | None]] = {}
+    for trial in sorted(trials, key=lambda t: t.timestamp):
+        if trial.suite is None:
+            continue
+        entry = out.setdefault(trial.suite, {
+            "sdkPackage": suites[trial.suite].sdk_package if trial.suite in suites else trial.sdk_package,
+            "registryLatest": None})
+        entry["registryLatest"] = trial.sdk_registry_latest or entry["registryLatest"]
+    return out or None
 
 
 def _runtimes(task_ids: Iterable[str]) -> set[str]:

@@ -18,6 +18,7 @@ from filelock import FileLock
 
 from mcp_evals_pipeline.contracts.records import RunFile, TrialRecord
 from mcp_evals_pipeline.paths import database_path
+from mcp_evals_pipeline.tasks.suites import Suite, SuiteError, load_suites, suite_of
 
 LOCK_TIMEOUT_S = 120
 LOCK_POLL_S = 0.05
@@ -64,6 +65,9 @@ CREATE TABLE IF NOT EXISTS trial_attempts (
 );
 -- Columns added after the first release: older database files gain them in place.
 ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS isolation VARCHAR;
+ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS suite VARCHAR;
+ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS sdk_package VARCHAR;
+ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS sdk_registry_latest VARCHAR;
 CREATE OR REPLACE VIEW trials AS SELECT * EXCLUDE (is_current, grade_json) FROM trial_attempts WHERE is_current;
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY,
@@ -78,6 +82,8 @@ CREATE TABLE IF NOT EXISTS runs (
     source VARCHAR,
     run_dir VARCHAR
 );
+-- suite -> {sdkPackage, registryLatest} of the run's manifest
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS suites JSON;
 """
 
 COLUMNS = (
@@ -85,7 +91,8 @@ COLUMNS = (
     "prompt_hash", "agent_runner", "agent_model", "reasoning_effort", "sdk_version", "grader_version", "sandbox",
     "valid", "invalid_reason", "error", "contract_pass", "failure_code", "failing_check", "failing_detail",
     "sdk_path", "scored_for_pass_rate", "duration_ms", "turns", "tokens_in", "tokens_out", "tool_calls", "cost_usd",
-    "memo_path", "transcript_path", "source", "recorded_at", "grade_json", "isolation",
+    "memo_path", "transcript_path", "source", "recorded_at", "grade_json", "isolation", "suite", "sdk_package",
+    "sdk_registry_latest",
 )
 
 
@@ -93,7 +100,7 @@ def slot_of(record: TrialRecord) -> str:
     return f"{record.batch_id}|{record.trial_name}|{record.agent_runner}|{record.agent_model or ''}"
 
 
-def _row(record: TrialRecord, source: str) -> tuple[object, ...]:
+def _row(record: TrialRecord, source: str, suites: dict[str, Suite]) -> tuple[object, ...]:
     grade = record.grade
     first = grade.first_failure
     valid = record.valid and grade.valid
@@ -107,7 +114,22 @@ def _row(record: TrialRecord, source: str) -> tuple[object, ...]:
         record.perf.tokens_in, record.perf.tokens_out, record.perf.tool_calls, record.perf.cost_usd,
         record.memo_path, record.transcript_path, source, record.timestamp,
         grade.model_dump_json(exclude={"server_output"}), record.isolation,
+        # A record that predates suites (or an imported one) gets its suite from tasks/suites.json.
+        record.suite or suite_of(record.task, record.prompt_hash, suites=suites),
+        record.sdk_package or grade.sdk_package or _legacy_sdk_package(record, source), record.sdk_registry_latest,
     )
+
+
+def _legacy_sdk_package(record: TrialRecord, source: str) -> str | None:
+    # The earlier harness tested the mcp-use npm package only; its sdkVersion is that package's.
+    return "mcp-use" if source == "import" and record.sdk_version else None
+
+
+def _suites() -> dict[str, Suite]:
+    try:
+        return load_suites()
+    except SuiteError:
+        return {}  # a broken suites.json must not lose a row: the suite stays NULL, verify-tasks reports the file
 
 
 class TrialStore:
@@ -140,7 +162,8 @@ class TrialStore:
 
     def record_trials(self, records: Iterable[TrialRecord], source: str = "pipeline") -> int:
         """Insert or replace attempts; the newest attempt of each slot is current. Returns rows written."""
-        rows = [_row(r, source) for r in records]
+        suites = _suites()
+        rows = [_row(r, source, suites) for r in records]
         if not rows:
             return 0
         placeholders = ", ".join("?" for _ in COLUMNS)
@@ -168,10 +191,13 @@ class TrialStore:
         with self.connect() as con:
             con.execute("DELETE FROM runs WHERE run_id = ?", [run.run_id])
             con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs (run_id, batch_id, started_at, agent_runner, agent_model, judge_model, "
+                "grader_version, sandbox, skill_hash, source, run_dir, suites) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [run.run_id, run.batch_id, run.started_at, run.agent_runner, run.agent_model, run.judge_model,
                  run.manifest.grader_version, run.manifest.sandbox, run.manifest.skill_hash, source,
-                 str(run_dir) if run_dir else None],
+                 str(run_dir) if run_dir else None,
+                 json.dumps(run.manifest.suites) if run.manifest.suites is not None else None],
             )
 
     def query(self, sql: str, params: list[object] | None = None) -> list[dict[str, object]]:

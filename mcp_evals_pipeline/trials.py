@@ -31,8 +31,10 @@ from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.oauth_idp import agent_phase_env
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import open_sandbox, require_isolation
+from mcp_evals_pipeline.sdk_registry import latest_version
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import get_task
+from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites, suite_of
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 TRIAL_FILE = "trial.json"
@@ -287,10 +289,12 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     reserve.unlink(missing_ok=True)  # room for the record files even on a disk that filled up
     if grade.server_output:
         (trial_dir / "server.log").write_text(grade.server_output)
+    suite_name, registry_latest = suite_facts(task.id, task.prompt_hash)
     record = TrialRecord(
         task=task.id, condition=spec.condition, trial=spec.trial, prompt_hash=task.prompt_hash,
         agent_runner=spec.agent, agent_model=(result.model if result and result.model else spec.model),
-        reasoning_effort=spec.reasoning_effort, sdk_version=grade.sdk_version, grader_version=GRADER_VERSION,
+        reasoning_effort=spec.reasoning_effort, sdk_version=grade.sdk_version, sdk_package=grade.sdk_package,
+        suite=suite_name, sdk_registry_latest=registry_latest, grader_version=GRADER_VERSION,
         batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id, attempt=attempt, sandbox=sandbox_name,
         isolation=isolation,
         valid=grade.valid, invalid_reason=None if grade.valid else grade.failure_code, error=error,
@@ -303,6 +307,19 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     (trial_dir / TRIAL_FILE).write_text(record.model_dump_json(indent=2))
     _index(store, record, trial_dir)
     return record
+
+
+def suite_facts(task_id: str, prompt_hash: str | None) -> tuple[str | None, str | None]:
+    """The trial's suite and its SDK's latest registry release now (None when not known)."""
+    try:
+        suites = load_suites()
+    except SuiteError:
+        return None, None  # a broken suites.json is reported by verify-tasks and the tests, not by a trial
+    name = suite_of(task_id, prompt_hash, suites=suites)
+    if name is None:
+        return None, None
+    suite = suites[name]
+    return name, latest_version(suite.sdk_package, suite.registry)
 
 
 def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id: str, trial_dir: Path) -> None:
@@ -322,6 +339,7 @@ def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id
              "its files are kept as they were")
     record = TrialRecord(
         task=spec.task_id, condition=spec.condition, trial=spec.trial, prompt_hash=prompt_hash,
+        suite=suite_of(spec.task_id, prompt_hash),
         agent_runner=spec.agent, agent_model=spec.model, reasoning_effort=spec.reasoning_effort,
         grader_version=GRADER_VERSION, batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id,
         attempt=(done[-1] + 1) if done else 1, valid=False, invalid_reason="infra.agent", error=error, retryable=True,

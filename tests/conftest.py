@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
+
+# The tests run offline: no trial asks the real registries for the SDK's latest release (tests/test_suites.py
+# serves a registry of its own).
+os.environ.setdefault("MCP_EVALS_SDK_REGISTRY", "off")
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = REPO / "tasks"

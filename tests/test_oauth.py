@@ -38,6 +38,7 @@ from mcp_evals_pipeline.oauth_idp import (
     OKTA_SEED_EMAIL,
     OKTA_SEED_NAME,
     OKTA_SEED_USER_ID,
+    USERS,
     Idp,
     agent_phase_env,
     headless_oauth,
@@ -202,6 +203,68 @@ def test_userinfo_answers_for_its_own_tokens_only(backend: str) -> None:
         assert http.get(url, headers={"Authorization": f"Bearer {idp.mint(foreign_key=True)}"}).status_code == 401
 
 
+# ---- the seeded users ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_backend_seeds_a_primary_and_a_distinct_secondary_user(backend: str) -> None:
+    users = USERS[backend]
+    assert set(users) == set(oauth_idp.USER_NAMES) == {"primary", "secondary"}
+    assert users["primary"] == dict(zip(("user_id", "email", "name"), SEED_OF[backend], strict=True))
+    primary, secondary = users["primary"], users["secondary"]
+    assert all(secondary[key] != primary[key] for key in primary)
+    assert secondary["user_id"].startswith("user_" if backend == "clerk" else "00u")
+    assert len(secondary["user_id"]) == len(primary["user_id"]) and "@" in secondary["email"]
+    assert seed_constants(backend) == set(primary.values())
+    assert seed_constants(backend, "secondary") == set(secondary.values())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_token_minted_like_the_flows_differs_only_in_the_user(backend: str) -> None:
+    with running_idp(backend) as idp, httpx2.Client(timeout=5) as http:
+        primary = idp.obtain_token()
+        minted = idp.mint_like(primary, "secondary")
+        assert jwt.get_unverified_header(minted) == jwt.get_unverified_header(primary)
+        before, after = idp.verify(primary), idp.verify(minted)  # same issuer, key and (okta) audience
+        user = USERS[backend]["secondary"]
+        if backend == "clerk":
+            identity = {"sub": user["user_id"], "email": user["email"], "name": user["name"]}
+            fresh = {"sid", "jti", "iat", "nbf", "exp"}
+        else:
+            identity = {"uid": user["user_id"], "sub": user["email"], "name": user["name"]}
+            fresh = {"jti", "iat", "exp", "auth_time"}
+        assert {k: after[k] for k in identity} == identity
+        assert all(before[k] != after[k] for k in identity)
+        assert set(after) == set(before)
+        same = {k: v for k, v in before.items() if k not in identity.keys() | fresh}
+        assert {k: after[k] for k in same} == same  # client, scopes, issuer, audience
+        kept = {"iss", "client_id", "azp", "scope"} if backend == "clerk" else {"iss", "aud", "cid", "scp", "ver"}
+        assert kept <= set(same)
+        assert after["exp"] - after["iat"] == before["exp"] - before["iat"]
+        assert oauth_idp.user_of(backend, after) == "secondary" and oauth_idp.user_of(backend, before) == "primary"
+        assert len(idp.issued) == 1  # only the flow's token went through the endpoints
+
+        url = idp.base_url + idp.profile.userinfo_path
+        info = http.get(url, headers={"Authorization": f"Bearer {minted}"}).json()
+        assert (info["sub"], info["email"], info["name"]) == (user["user_id"], user["email"], user["name"])
+        with pytest.raises(oauth_idp.IdpError, match="no seeded user"):
+            idp.mint(user="tertiary")
+
+
+def test_as_user_names_a_user_of_the_idp_when_the_contract_loads() -> None:
+    base = {"title": "t", "entryCandidates": ["server.py"], "expectedTools": [{"name": "whoami"}]}
+    for backend in BACKENDS:
+        for user in USERS[backend]:
+            contract = TaskContract.model_validate({**base, "oauth": {"backend": backend},
+                                                    "calls": [{"tool": "whoami", "asUser": user}]})
+            assert contract.calls[0].as_user == user
+    with pytest.raises(ValueError, match=r"calls\[0\]\.asUser 'tertiary' is not a user of the okta IdP"):
+        TaskContract.model_validate({**base, "oauth": {"backend": "okta"},
+                                     "calls": [{"tool": "whoami", "asUser": "tertiary"}]})
+    with pytest.raises(ValueError, match="needs an oauth section"):
+        TaskContract.model_validate({**base, "calls": [{"tool": "whoami", "asUser": "secondary"}]})
+
+
 def test_stop_releases_the_port() -> None:
     with running_idp("okta") as idp:
         port = urlsplit(idp.base_url).port
@@ -299,6 +362,74 @@ def test_an_idp_that_cannot_start_is_infra(tmp_path: Path, monkeypatch: pytest.M
     assert "no port for you" in (grade.error or "")
 
 
+def _as_user_contract(backend: str) -> TaskContract:
+    """The Python task's contract plus a whoami call as the secondary user (its whole identity, and not the
+    primary's), between two calls as the primary user."""
+    contract = next(t for t in discover_tasks()[0] if t.id == TASK_OF[backend]).contract
+    primary = contract.calls[0]
+    user = USERS[backend]["secondary"]
+    expect = [{"type": "contains", "value": user["user_id"], "caseSensitive": True},
+              {"type": "contains", "value": user["email"]}, {"type": "contains", "value": user["name"]},
+              {"type": "not-contains", "value": SEED_OF[backend][0]}]
+    data = contract.model_dump(by_alias=True, exclude_none=True)
+    data["calls"] = [primary.model_dump(by_alias=True, exclude_none=True),
+                     {"tool": "whoami", "args": {}, "isError": False, "asUser": "secondary", "expect": expect},
+                     primary.model_dump(by_alias=True, exclude_none=True)]
+    return TaskContract.model_validate(data)
+
+
+def _hardcoded_primary(backend: str, workspace: Path) -> None:
+    """The golden with auth intact, but whoami answers the primary user whatever the token says."""
+    shutil.copytree(TASKS / TASK_OF[backend] / "golden", workspace)
+    source = (workspace / "server.py").read_text()
+    user_id, email, name = SEED_OF[backend]
+    fixed = json.dumps({"id": user_id, "email": email, "name": name})
+    patched, count = re.subn(r"return json\.dumps\(\{\"id\": claims[^\n]*", f"return {fixed!r}", source)
+    assert count == 1
+    (workspace / "server.py").write_text(patched)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_server_answering_the_primary_identity_fails_the_secondary_users_call(backend: str,
+                                                                                tmp_path: Path) -> None:
+    contract = _as_user_contract(backend)
+    _hardcoded_primary(backend, tmp_path / "ws")
+    grade = grade_workspace_sync(contract, tmp_path / "ws")
+    assert grade.failure_code == "contract.calls", grade.first_failure
+    ids = [c.id for c in grade.checks]
+    assert grade.first_failure is not None and grade.first_failure.id == "call:whoami:2"
+    assert next(c for c in grade.checks if c.id == "call:whoami:1").passed  # the primary user's call passes
+    detail = grade.first_failure.detail or ""
+    assert "as the secondary user" in detail and USERS[backend]["secondary"]["user_id"] in detail, detail
+    assert ids.index("call:whoami:2") == len(ids) - 2 and grade.checks[-1].detail == "blocked by calls"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_golden_answers_each_user_on_its_own_session(backend: str, tmp_path: Path) -> None:
+    shutil.copytree(TASKS / TASK_OF[backend] / "golden", tmp_path / "ws")
+    grade = grade_workspace_sync(_as_user_contract(backend), tmp_path / "ws")
+    assert grade.contract_pass, grade.first_failure
+    assert [c.id for c in grade.checks if c.stage == "calls"] == ["call:whoami:1", "call:whoami:2", "call:whoami:3"]
+
+
+def test_a_server_refusing_the_secondary_users_token_fails_that_call(tmp_path: Path) -> None:
+    """A token for another user is still a valid token of the issuer: refusing it is the server's failure,
+    named at the call (not an oauth probe)."""
+    backend = "clerk"
+    shutil.copytree(TASKS / TASK_OF[backend] / "golden", tmp_path / "ws")
+    server = tmp_path / "ws" / "server.py"
+    source = server.read_text()
+    patched = source.replace("        except jwt.PyJWTError:\n            return None\n",
+                             "        except jwt.PyJWTError:\n            return None\n"
+                             f"        if claims['sub'] != {CLERK_SEED_USER_ID!r}:\n            return None\n")
+    assert patched != source
+    server.write_text(patched)
+    grade = grade_workspace_sync(_as_user_contract(backend), tmp_path / "ws")
+    assert grade.failure_code == "contract.calls"
+    assert grade.first_failure is not None and grade.first_failure.id == "call:whoami:2"
+    assert "initialize as the secondary user" in (grade.first_failure.detail or ""), grade.first_failure.detail
+
+
 # ---- the rule: whoami expectations are the IdP's seed constants -------------------------------------------------
 
 
@@ -308,11 +439,15 @@ def test_oauth_tasks_expect_only_the_idps_seed_constants() -> None:
     oauth_tasks = [t for t in tasks if t.contract.oauth is not None]
     assert {CLERK_TASK, OKTA_TASK} <= {t.id for t in oauth_tasks}
     for task in oauth_tasks:
-        allowed = seed_constants(task.contract.oauth.backend)
-        values = [str(e.value) for call in task.contract.calls for e in call.expect
-                  if e.type in ("contains", "not-contains")]
-        stray = [v for v in values if v not in allowed]
-        assert not stray, f"{task.id}: {stray} are not seed constants of oauth_idp ({task.contract.oauth.backend})"
+        backend = task.contract.oauth.backend
+        for call in task.contract.calls:
+            user = call.as_user or "primary"
+            # a call as one user expects that user's values, and may rule out any seeded user's (not-contains)
+            allowed = {"contains": seed_constants(backend, user),
+                       "not-contains": set().union(*(seed_constants(backend, u) for u in USERS[backend]))}
+            stray = [str(e.value) for e in call.expect
+                     if e.type in allowed and str(e.value) not in allowed[e.type]]
+            assert not stray, f"{task.id}: {stray} are not seed constants of oauth_idp ({backend}, {user} user)"
 
 
 def test_the_oauth_tasks_check_the_whole_identity() -> None:
@@ -320,6 +455,17 @@ def test_the_oauth_tasks_check_the_whole_identity() -> None:
         task = next(t for t in discover_tasks()[0] if t.id == task_id)
         values = {str(e.value) for call in task.contract.calls for e in call.expect}
         assert values == seed_constants(backend)
+    # Tasks with requirements check the whole identity of every user they call as, the secondary one included.
+    for task in discover_tasks()[0]:
+        if task.contract.oauth is None or not task.contract.requirements:
+            continue
+        backend = task.contract.oauth.backend
+        users = {call.as_user or "primary" for call in task.contract.calls}
+        assert "secondary" in users, f"{task.id}: no call as the secondary user"
+        for user in users:
+            values = {str(e.value) for call in task.contract.calls if (call.as_user or "primary") == user
+                      for e in call.expect if e.type == "contains"}
+            assert values == seed_constants(backend, user), (task.id, user)
 
 
 # ---- the agent phase ----------------------------------------------------------------------------------------

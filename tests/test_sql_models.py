@@ -40,8 +40,9 @@ COLUMNS: dict[str, list[str]] = {
     "sdk_path_breakdown": ["run_id", "sdk_path", "trials", "valid_trials", "invalid_trials"],
     "invalid_breakdown": ["run_id", "invalid_reason", "trials"],
     "static_adoption": ["run_id", "task", "condition", "trials", "passes"],
-    "trends": ["batch_id", "batch_date", "agent_runner", "agent_model", "condition", "grader_versions", "passed",
-               "valid_scored", "invalid", "pass_rate", "wilson_low", "wilson_high", "grader_boundary"],
+    "trends": ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "grader_versions",
+               "tasks", "passed", "valid_scored", "invalid", "pass_rate", "wilson_low", "wilson_high",
+               "grader_boundary", "task_set_boundary", "task_set"],
     "suspect_markers": ["task", "agent_runner", "agent_model", "batches", "valid_scored", "failed",
                         "top_failing_check", "top_check_failures", "top_detail", "top_detail_failures", "top_share",
                         "suspect"],
@@ -310,8 +311,8 @@ def test_breakdowns(db: Path) -> None:
 
 def test_trends(db: Path) -> None:
     d1, d2, d3 = dt.date(2026, 9, 1), dt.date(2026, 9, 3), dt.date(2026, 9, 5)
-    rows = _rows(db, "SELECT * EXCLUDE (agent_runner, agent_model, wilson_low, wilson_high) FROM trends "
-                     "WHERE agent_runner = 'codex'")
+    rows = _rows(db, "SELECT * EXCLUDE (agent_runner, agent_model, wilson_low, wilson_high, suite, tasks, "
+                     "task_set_boundary, task_set) FROM trends WHERE agent_runner = 'codex'")
     # B3's skill+scaffold batch has no valid scored trial: no rate and no interval
     assert _rows(db, "SELECT wilson_low, wilson_high FROM trends WHERE condition = 'skill+scaffold'") == [(None, None)]
     assert rows == _approx([

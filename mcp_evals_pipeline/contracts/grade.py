@@ -74,6 +74,7 @@ class TrialGrade(RecordModel):
     grader_version: str | None = None  # None only on imported records, whose version is in their run manifest
     # Superset fields: what the handshake saw, the SDK that got installed, where the time went, what the server said.
     sdk_version: str | None = None
+    sdk_package: str | None = None  # the package whose installed version sdk_version is (e.g. "mcp-use", "mcp")
     protocol_version: str | None = None
     server_name: str | None = None
     server_version: str | None = None

@@ -33,6 +33,10 @@ class TrialRecord(RecordModel):
     agent_model: str | None = None
     reasoning_effort: str | None = None
     sdk_version: str | None = None
+    sdk_package: str | None = None  # the package of sdk_version, as installed in the graded workspace
+    # The suite the trial ran in (tasks/suites.json) and the latest release of its SDK on the registry at the time.
+    suite: str | None = None
+    sdk_registry_latest: str | None = None
     grader_version: str | None = None
     batch_id: str | None = None
     batch_date: str | None = None  # YYYY-MM-DD
@@ -75,6 +79,8 @@ class RunManifest(RecordModel):
     skill_hash: str | None = None
     conditions: list[str] | None = None
     trials_per_cell: int | None = None
+    # suite -> {"sdkPackage", "registryLatest"}: the SDK each suite of the run tested, and its newest release then.
+    suites: dict[str, dict[str, str | None]] | None = None
     extra: dict[str, Any] | None = None
 
 

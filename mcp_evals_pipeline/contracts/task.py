@@ -180,6 +180,14 @@ class TaskContract(ContractModel):
                     raise ValueError(f"{where} names requirement {rid!r}, which is not in requirements")
         if any(c.as_user for c in self.calls) and self.oauth is None:
             raise ValueError("calls[].asUser needs an oauth section")
+        if self.oauth is not None:
+            from mcp_evals_pipeline.oauth_idp import USERS  # lazily: the IdP module pulls in jwt and cryptography
+
+            users = USERS[self.oauth.backend]
+            for i, call in enumerate(self.calls):
+                if call.as_user is not None and call.as_user not in users:
+                    raise ValueError(f"calls[{i}].asUser {call.as_user!r} is not a user of the {self.oauth.backend} "
+                                     f"IdP (have: {', '.join(users)})")
         return self
 
     def requirement_refs(self) -> list[tuple[str, list[str]]]:

@@ -260,6 +260,7 @@ class Grading:
             scored_for_pass_rate=self.contract.scored_for_pass_rate,
             grader_version=GRADER_VERSION,
             sdk_version=self.installation.sdk_version(sdk_path) if self.installation else None,
+            sdk_package=self.installation.sdk_package(sdk_path) if self.installation else None,
             protocol_version=self.handshake_info.get("protocol_version"),
             server_name=self.handshake_info.get("server_name"),
             server_version=self.handshake_info.get("server_version"),
@@ -591,6 +592,12 @@ class Grading:
         name = self.tool_names.get(call.tool, call.tool)
         timeout = call.timeout_seconds or self.contract.call_timeout_seconds
         sig = _signature(name, call.args)
+        if call.as_user is not None:  # oauth: a session of its own, with a token for that seeded user
+            from mcp_evals_pipeline.grader.stages.oauth import OAuthFeature
+
+            oauth = next(f for f in self.features if isinstance(f, OAuthFeature))
+            client = await oauth.session_as(call.as_user)
+            sig += f" as the {call.as_user} user"
         result: types.CallToolResult = await self.talk(
             sig, lambda: client.call_tool(name, call.args, read_timeout_seconds=timeout), timeout + 5
         )

@@ -53,7 +53,13 @@ _INFRA_CODES = {"ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIMEDO
 _NPM_NOISE = ("code ", "A complete log", "Note that you can also install", "tarball, folder, http url",
               "Log files were not written")
 _NETWORK_TROUBLE = ("network request", "socket hang up", "getaddrinfo", "request to http")
-_SDK_PACKAGES = {"mcp-use": "mcp-use", "official-sdk": "@modelcontextprotocol/sdk", "fastmcp": "fastmcp"}
+# sdkPath -> the packages that are it, in the order they are looked for (the official SDK v1 is one package; v2
+# splits into @modelcontextprotocol/server and /client).
+_SDK_PACKAGES: dict[str, tuple[str, ...]] = {
+    "mcp-use": ("mcp-use",),
+    "official-sdk": ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server"),
+    "fastmcp": ("fastmcp",),
+}
 _TS_SUFFIXES = (".ts", ".tsx", ".mts", ".cts")
 _TSC_ERROR = re.compile(r"^(?:(?P<file>[^\s(][^(]*)\((?P<line>\d+),(?P<col>\d+)\): )?"
                         r"error (?P<code>TS\d+): (?P<msg>.*)$")
@@ -295,8 +301,10 @@ class NodeRuntime(Runtime):
             (workdir / "node_modules").mkdir(exist_ok=True)  # where the shared set is bound, read-only
             ro_binds.append((node_modules, workdir / "node_modules"))
             how += f": {'reused' if reused else 'new'} node_modules {node_modules.parent.name}"
-        versions = {sdk: package_version(node_modules, pkg) for sdk, pkg in _SDK_PACKAGES.items()}
-        sdk = next(((p, v) for p, v in ((p, versions[s]) for s, p in _SDK_PACKAGES.items()) if v), None)
+        packages = {sdk: next((p for p in pkgs if package_version(node_modules, p)), pkgs[0])
+                    for sdk, pkgs in _SDK_PACKAGES.items()}
+        versions = {sdk: package_version(node_modules, pkg) for sdk, pkg in packages.items()}
+        sdk = next(((p, v) for p, v in ((p, versions[s]) for s, p in packages.items()) if v), None)
         declaration = "package.json" + (f" + {lockfile.name}" if lockfile else "")
         detail = f"{declaration} -> {how}, node {toolchain.node_version}" + (f" ({sdk[0]} {sdk[1]})" if sdk else "")
         timings["install_s"] = time.perf_counter() - started
@@ -305,6 +313,7 @@ class NodeRuntime(Runtime):
             path_prefix=[workdir / "node_modules" / ".bin", toolchain.bin_dir],
             interpreter=toolchain.node,
             versions=versions,
+            packages=packages,
             runtime_roots=[toolchain.root],
             ro_binds=ro_binds,
             box=box,

@@ -30,9 +30,17 @@ class Installation:
     # ... and (host path, path in the copy) read-only binds, e.g. a shared node_modules over <copy>/node_modules.
     ro_binds: list[tuple[Path, Path]] = field(default_factory=list)
     box: str | None = None  # the install box's description (None: a reused build, no code ran)
+    packages: dict[str, str] = field(default_factory=dict)  # sdkPath -> the package name its version is of
+
+    def _sdk(self, sdk_path: SdkPath) -> str:
+        return sdk_path if self.versions.get(sdk_path) else "official-sdk"
 
     def sdk_version(self, sdk_path: SdkPath) -> str | None:
-        return self.versions.get(sdk_path) or self.versions.get("official-sdk")
+        return self.versions.get(self._sdk(sdk_path))
+
+    def sdk_package(self, sdk_path: SdkPath) -> str | None:
+        sdk = self._sdk(sdk_path)
+        return self.packages.get(sdk) if self.versions.get(sdk) else None
 
 
 class Runtime(ABC):
@@ -58,21 +66,21 @@ class Runtime(ABC):
     def imported_modules(self, workspace: Path) -> set[str]: ...
 
 
+PYTHON_SDK_PACKAGES = {"official-sdk": "mcp", "fastmcp": "fastmcp", "mcp-use": "mcp-use"}
+
+
 class PythonRuntime(Runtime):
     name = "python"
     source_suffixes = source.PY_SUFFIXES
 
     def install(self, work: Workdir) -> Installation:
         env = python_env.ensure_env(work)
-        versions = {
-            "official-sdk": env.package_version("mcp"),
-            "fastmcp": env.package_version("fastmcp"),
-            "mcp-use": env.package_version("mcp-use"),
-        }
+        versions = {sdk: env.package_version(pkg) for sdk, pkg in PYTHON_SDK_PACKAGES.items()}
         how = "reused environment" if env.reused else ("private environment" if env.private else "new environment")
         mcp_version = versions["official-sdk"]
         detail = f"{env.declaration} -> {how} {env.root.name}" + (f" (mcp {mcp_version})" if mcp_version else "")
-        return Installation(detail, [env.bin_dir], env.python, versions, runtime_roots=[env.root], box=env.box)
+        return Installation(detail, [env.bin_dir], env.python, versions, runtime_roots=[env.root], box=env.box,
+                            packages=dict(PYTHON_SDK_PACKAGES))
 
     def typecheck(self, work: Workdir, installation: Installation | None) -> list[str]:
         # Byte-compilation in memory with the grader's interpreter, which is the environment's (uv venv --python):

@@ -13,6 +13,10 @@ a server that kept the agent phase's issuer, port or keys fails here. Right afte
                              (discovery, dynamic registration, authorization code + PKCE) and its retried
                              initialize is accepted; the handshake and every later client send that token
 
+A call of the contract with `asUser` (e.g. "secondary") runs later, at stage calls, on a session of its own whose
+token the IdP mints for that seeded user (`session_as`): it is the headless flow's token with only the user
+changed (same client, scopes, audience, lifetime), so an identity answer is checked against more than one user.
+
 The probes are raw httpx2 requests (the SDK client hides 401s inside an ExceptionGroup). The IdP failing to start
 is the harness's fault: before_start raises, and the ladder makes the trial infra.oauth.
 """
@@ -72,6 +76,7 @@ class OAuthFeature(Feature):
         super().__init__(grading)
         self.idp: Idp | None = None
         self.resource_metadata_url: str | None = None
+        self.token: str | None = None  # the primary user's, from the headless flow (oauth:token)
 
     # ---- services ---------------------------------------------------------------------------------------
 
@@ -262,6 +267,24 @@ class OAuthFeature(Feature):
         except jwt.PyJWTError as exc:  # the flow ended at some other token endpoint
             raise StepFailed(f"the token the client obtained was not issued by the IdP at {idp.issuer}: "
                              f"{exc}") from exc
+        self.token = tokens.access_token
         self.grading.http_headers["Authorization"] = f"Bearer {tokens.access_token}"
         client_id = storage.client_info.client_id if storage.client_info else "?"
         return f"token for {claims['sub']} from {idp.issuer} (client {client_id}, authorization code + PKCE)"
+
+    # ---- sessions as another seeded user (calls[].asUser) -------------------------------------------------------
+
+    async def session_as(self, user: str) -> Any:
+        """A new MCP session (handshake included, closed with the grading) whose every request carries a token
+        the IdP minted for seeded user `user`, differing from the headless flow's token only in the user. A server
+        that refuses it or fails the handshake fails the call that needed it."""
+        assert self.token is not None, "oauth:token did not run"
+        token = self._idp.mint_like(self.token, user)
+        claims = self._idp.verify(token)
+        grading = self.grading
+        saved = grading.http_headers
+        grading.http_headers = {**saved, "Authorization": f"Bearer {token}"}
+        try:  # connect copies the headers into its HTTP client
+            return await grading.connect(f"initialize as the {user} user (a token for {claims['sub']})")
+        finally:
+            grading.http_headers = saved

@@ -1,0 +1,70 @@
+"""The SDK's latest release on its registry at batch time, so "a new release moved the pass rate" is one query.
+
+Looked up once per package and batch (cached in the project cache for CACHE_TTL_S), recorded on every trial and in
+the run manifest. Offline, or with `MCP_EVALS_SDK_REGISTRY=off`, it is None: a missing fact, never a guess.
+The registry bases are overridable (`MCP_EVALS_NPM_REGISTRY`, `MCP_EVALS_PYPI_URL`), e.g. for a local mirror.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.parse
+from pathlib import Path
+
+import httpx2 as httpx
+from filelock import FileLock
+
+from mcp_evals_pipeline.paths import cache_dir
+
+CACHE_TTL_S = 6 * 3600
+TIMEOUT_S = 10.0
+NPM_DEFAULT = "https://registry.npmjs.org"
+PYPI_DEFAULT = "https://pypi.org/pypi"
+
+
+def _url(package: str, registry: str) -> str:
+    if registry == "npm":
+        base = os.environ.get("MCP_EVALS_NPM_REGISTRY", NPM_DEFAULT).rstrip("/")
+        return f"{base}/{urllib.parse.quote(package, safe='@')}/latest"
+    base = os.environ.get("MCP_EVALS_PYPI_URL", PYPI_DEFAULT).rstrip("/")
+    return f"{base}/{urllib.parse.quote(package)}/json"
+
+
+def _fetch(package: str, registry: str) -> str | None:
+    try:
+        response = httpx.get(_url(package, registry), timeout=TIMEOUT_S, follow_redirects=True,
+                             verify=os.environ.get("SSL_CERT_FILE") or True)
+        response.raise_for_status()
+        data = response.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    version = data.get("version") if registry == "npm" else (data.get("info") or {}).get("version")
+    return version if isinstance(version, str) and version else None
+
+
+def _cache_file() -> Path:
+    return cache_dir() / "sdk-registry-latest.json"
+
+
+def latest_version(package: str, registry: str) -> str | None:
+    """The registry's latest version of `package` (registry "npm" or "pypi"), None when it cannot be known."""
+    if os.environ.get("MCP_EVALS_SDK_REGISTRY", "").lower() in ("off", "0", "false"):
+        return None
+    path = _cache_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = f"{registry}:{package}:{_url(package, registry)}"
+    with FileLock(str(path) + ".lock", timeout=60):
+        try:
+            cache = json.loads(path.read_text())
+        except (OSError, ValueError):
+            cache = {}
+        hit = cache.get(key)
+        if hit and time.time() - hit.get("at", 0) < CACHE_TTL_S and hit.get("version"):
+            return str(hit["version"])
+        version = _fetch(package, registry)
+        if version is not None:
+            cache[key] = {"version": version, "at": time.time()}
+            path.write_text(json.dumps(cache, indent=1))
+        return version
