@@ -1,0 +1,5 @@
+"""Audit log helpers (unused), with a syntax error."""
+
+
+def record(event: str) -> None
+    print(event)
