@@ -84,14 +84,26 @@ def _progress_line(done: int, total: int, result: VerifyResult) -> str:
     return line
 
 
+def _selection(task_ids: tuple[str, ...], suites: tuple[str, ...]) -> list[str]:
+    from mcp_evals_pipeline.tasks.suites import SuiteError, expand_selection
+
+    try:
+        return expand_selection(task_ids, suites)
+    except SuiteError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+
+
 @main.command("verify-tasks")
 @click.option("--task", "task_ids", multiple=True, help="Only this task (repeatable).")
+@click.option("--suite", "suites", multiple=True, help="Every task of this suite (tasks/suites.json; repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 @click.option("--workers", type=click.IntRange(1, 32), default=lambda: min(4, (os.cpu_count() or 2) + 1),
               show_default="cores + 1, at most 4", help="Solutions graded at once.")
-def verify_tasks_cmd(task_ids: tuple[str, ...], as_json: bool, workers: int) -> None:
+def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], as_json: bool, workers: int) -> None:
     """Goldens and alternates must pass; every negative must fail at its declared failureCode."""
     errors: list[TaskLoadError] = []
+    task_ids = tuple(_selection(task_ids, suites))
     if task_ids:
         tasks = []
         for task_id in task_ids:
@@ -185,6 +197,8 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
 @click.option("--variant", "variants", multiple=True, hidden=True, help="Deprecated alias of --condition.")
 @click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=1, show_default=True)
 @click.option("--task", "task_ids", multiple=True, help="Only this task (repeatable; default every task).")
+@click.option("--suite", "suites", multiple=True,
+              help="Every task of this suite (tasks/suites.json; repeatable, with --task too).")
 @click.option("--model", help="Override the agent's pinned model.")
 @click.option("--reasoning-effort", help="Override the agent's pinned reasoning effort.")
 @click.option("--skip-judge", is_flag=True, help="Write no judge memos (they never change a number).")
@@ -201,7 +215,8 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
               help="Skip trials whose current attempt is valid for the same task prompt, grader version, agent, "
                    "model and condition (e.g. after a crashed batch); the others run.")
 def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...], trials: int,
-             task_ids: tuple[str, ...], model: str | None, reasoning_effort: str | None, skip_judge: bool,
+             task_ids: tuple[str, ...], suites: tuple[str, ...], model: str | None, reasoning_effort: str | None,
+             skip_judge: bool,
              batch_date: str | None, batch_id: str | None, no_verify: bool, sandbox: str | None,
              require_isolation: str | None, parallel: int, resume: bool) -> None:
     """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard."""
@@ -212,7 +227,8 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     if variants:
         err.print("[yellow]--variant is deprecated; use --condition[/]")
     request = BatchRequest(
-        agent=agent, conditions=list(conditions + variants) or [BASELINE], trials=trials, task_ids=list(task_ids),
+        agent=agent, conditions=list(conditions + variants) or [BASELINE], trials=trials,
+        task_ids=_selection(task_ids, suites),
         model=model, reasoning_effort=reasoning_effort, skip_judge=skip_judge, batch_date=batch_date,
         batch_id=batch_id, verify=not no_verify, sandbox=sandbox, require_isolation=require_isolation,
         parallel=parallel, resume=resume,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 import urllib.parse
 from pathlib import Path
@@ -32,10 +33,15 @@ def _url(package: str, registry: str) -> str:
     return f"{base}/{urllib.parse.quote(package)}/json"
 
 
+def _tls() -> ssl.SSLContext | bool:
+    cafile = os.environ.get("SSL_CERT_FILE")
+    return ssl.create_default_context(cafile=cafile) if cafile else True
+
+
 def _fetch(package: str, registry: str) -> str | None:
     try:
         response = httpx.get(_url(package, registry), timeout=TIMEOUT_S, follow_redirects=True,
-                             verify=os.environ.get("SSL_CERT_FILE") or True)
+                             verify=_tls())
         response.raise_for_status()
         data = response.json()
     except (httpx.HTTPError, ValueError):

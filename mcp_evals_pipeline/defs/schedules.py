@@ -10,31 +10,34 @@ import dagster as dg
 from mcp_evals_pipeline.conditions import BASELINE
 from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
 from mcp_evals_pipeline.defs.partitions import BATCH_CRON, multi_key
-from mcp_evals_pipeline.tasks.catalog import discover_tasks
+from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.trials import trial_key
 
+# The spec's baseline: Codex on the nine baseline tasks of the mcp-use suite, noskill+blank, 3 trials = 27 runs.
+BASELINE_SUITE = "mcp-use"
 BASELINE_AGENT = "codex"
 BASELINE_TRIALS = 3
 
 
 def baseline_run_requests(batch_date: str) -> list[dg.RunRequest]:
-    """Every task x noskill+blank x 3 trials, agent codex: one run per trial partition."""
-    tasks, _ = discover_tasks()
+    """The baseline suite's baseline tasks x noskill+blank x 3 trials, agent codex: one run per trial partition."""
     return [
         dg.RunRequest(
-            run_key=f"baseline-{batch_date}-{trial_key(t.id, BASELINE, n)}",
-            partition_key=multi_key(batch_date, trial_key(t.id, BASELINE, n)),
+            run_key=f"baseline-{batch_date}-{trial_key(task_id, BASELINE, n)}",
+            partition_key=multi_key(batch_date, trial_key(task_id, BASELINE, n)),
             run_config={"ops": {"trial": {"config": {"agent": BASELINE_AGENT, "skip_judge": False}}}},
-            tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": "baseline"},
+            tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": "baseline",
+                  "mcp-evals/suite": BASELINE_SUITE},
         )
-        for t in tasks
+        for task_id in get_suite(BASELINE_SUITE).baseline_tasks
         for n in range(1, BASELINE_TRIALS + 1)
     ]
 
 
 @dg.schedule(job=trials_job, cron_schedule=BATCH_CRON, execution_timezone="UTC",
              default_status=dg.DefaultScheduleStatus.STOPPED,
-             description="Baseline batch: every task x noskill+blank x 3 trials, agent codex.")
+             description="Baseline batch: the mcp-use suite's nine baseline tasks x noskill+blank x 3 trials, "
+                         "agent codex (27 runs).")
 def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     return baseline_run_requests(context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d"))
 

@@ -95,3 +95,16 @@ def suite_of(task_id: str, prompt_hash: str | None = None, root: Path | None = N
         if task_id in suite.tasks or task_id in suite.retired:
             return name
     return None
+
+
+def expand_selection(task_ids: list[str] | tuple[str, ...], suite_names: list[str] | tuple[str, ...],
+                     root: Path | None = None) -> list[str]:
+    """The task ids named, then every task of each named suite (in suite order), once each."""
+    selected = list(task_ids)
+    if suite_names:
+        suites = load_suites(root)
+        for name in suite_names:
+            if name not in suites:
+                raise SuiteError(f"no such suite {name!r} (known: {', '.join(sorted(suites)) or 'none'})")
+            selected += suites[name].tasks
+    return list(dict.fromkeys(selected))
