@@ -1,0 +1,5 @@
+"""Severity helpers (unused), with a syntax error."""
+
+
+def rank(severity: str) -> int
+    return int(severity.removeprefix("sev"))
