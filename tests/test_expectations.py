@@ -29,6 +29,25 @@ def exp(**kw) -> Expectation:
         (exp(type="number-equals", value=2, path="count"), "count: 2", None, False),  # a path needs JSON
         (exp(type="number-equals", value=1, path="ok"), '{"ok": true}', None, False),  # booleans are not numbers
         (exp(type="number-equals", value=5), "no digits here", None, False),
+        # exact JSON types (grader 2.0.0): a numeric string read from JSON is not a number
+        (exp(type="number-equals", value=2, path="count"), '{"count": "2"}', None, False),
+        (exp(type="number-equals", value=42), "41", {"result": "42"}, False),
+        (exp(type="number-equals", value=42), '"42"', None, False),
+        (exp(type="number-equals", value=2), '{"id": "T-1", "count": 2}', None, True),  # not the "-1" of "T-1"
+        (exp(type="number-equals", value=1), '{"id": "1"}', None, False),
+        (exp(type="equals", value="open", path="status"), '{"status": "open"}', None, True),
+        (exp(type="equals", value="open", path="status"), '{"status": "Open"}', None, False),
+        (exp(type="equals", value=2, path="n"), '{"n": "2"}', None, False),
+        (exp(type="equals", value=True, path="ok"), '{"ok": 1}', None, False),
+        (exp(type="equals", value=[1, 2], path="$"), "[1, 2]", None, True),
+        (exp(type="json-type", value="integer", path="id"), '{"id": 3}', None, True),
+        (exp(type="json-type", value="integer", path="id"), '{"id": "3"}', None, False),
+        (exp(type="json-type", value="number", path="x"), '{"x": 3}', None, True),
+        (exp(type="json-type", value="string", path="x"), '{"y": "3"}', None, False),  # no value at the path
+        (exp(type="contains", value="Fix", path="items.0.title"), '{"items": [{"title": "Fix it"}]}', None, True),
+        (exp(type="contains", value="Fix", path="items.1.title"), '{"items": [{"title": "Fix it"}, {"title": "x"}]}',
+         None, False),
+        (exp(type="not-contains", value="closed", path="items"), '{"items": ["open"], "note": "closed"}', None, True),
     ],
 )
 def test_expectation(expectation: Expectation, text: str, structured: object, holds: bool) -> None:

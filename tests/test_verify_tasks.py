@@ -81,6 +81,21 @@ def test_a_negative_failing_at_another_stage_fails_verification(tmp_path: Path) 
     assert "negative:wrong-sum expected contract.tools, got contract.calls" in done.stderr
 
 
+def test_a_negative_caught_by_another_requirements_check_fails_verification(tmp_path: Path) -> None:
+    """A negative names the one requirement it breaks; failing at a check of some other requirement means the
+    contract does not test what the negative was written to break."""
+    task_id = "py-v4-01-basic-tool-server"
+    root = _copy_task(tmp_path, task_id)
+    _only(root, task_id, "negatives/wrong-sum")
+    declaration = root / task_id / "negatives" / "wrong-sum" / "negative.json"
+    declared = json.loads(declaration.read_text())
+    declaration.write_text(json.dumps({**declared, "violates": "add-rejects-non-integers"}))
+    done = _verify("--task", task_id, tasks_dir=root)
+    assert done.returncode == 1
+    assert "violates 'add-rejects-non-integers' but first failed at call:add:1, which checks add-returns-sum" \
+        in done.stderr, done.stderr
+
+
 def test_a_malformed_task_is_reported_and_fails_verification(tmp_path: Path) -> None:
     root = _copy_task(tmp_path, "v2-01-basic-tool-server")
     broken = root / "v2-99-broken"
