@@ -18,12 +18,10 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
-
+from mcp_evals_pipeline.build_cache import cached_build
 from mcp_evals_pipeline.paths import cache_dir
 
 # Node 22 LTS (mcp-use 2.5 declares node >= 22.22.2). TypeScript 5.9 is the fallback `tsc` for workspaces that
@@ -37,7 +35,6 @@ PINS: dict[str, str] = {
     "@types/node": "22.20.7",
 }
 INSTALL_TIMEOUT_S = 600
-COMPLETE_MARKER = ".mcp-evals-complete"
 # Settings of the host that installs need to reach the registry: certificates, proxies, a registry mirror.
 NETWORK_SETTINGS = {"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "HTTP_PROXY", "HTTPS_PROXY",
                     "ALL_PROXY", "NO_PROXY", "NPM_CONFIG_REGISTRY", "NPM_CONFIG_CAFILE", "NPM_CONFIG_PROXY",
@@ -156,26 +153,8 @@ def _build(target: Path) -> None:
 
 def ensure_toolchain() -> Toolchain:
     """The pinned toolchain, installed on first use (idempotent, safe across processes); raises ToolchainError."""
-    base = cache_dir() / "node-toolchain"
-    base.mkdir(parents=True, exist_ok=True)
-    root = base / toolchain_key()
-    if (root / COMPLETE_MARKER).exists():
-        return Toolchain(root)
-    with FileLock(str(root) + ".lock"):
-        if (root / COMPLETE_MARKER).exists():
-            return Toolchain(root)
-        shutil.rmtree(root, ignore_errors=True)
-        for leftover in base.glob(f"{root.name}-building-*"):  # a build that was killed
-            shutil.rmtree(leftover, ignore_errors=True)
-        staging = Path(tempfile.mkdtemp(prefix=f"{root.name}-building-", dir=base))
-        staging.rmdir()
-        try:
-            _build(staging)
-            # The packages' .bin links are relative, so the tree can move as a whole.
-            staging.rename(root)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        (root / COMPLETE_MARKER).write_text(json.dumps(PINS, sort_keys=True) + "\n")
+    root, _ = cached_build(cache_dir() / "node-toolchain", toolchain_key(), _build, dated=False, sealed=False,
+                           marker=json.dumps(PINS, sort_keys=True))
     return Toolchain(root)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_evals_pipeline import build_cache
 from mcp_evals_pipeline.agents import cli_tools, get_runner
 from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.agents.cli_tools import CLI_PINS, CliInstallError, cli_root, ensure_cli
@@ -159,7 +160,7 @@ def test_the_pinned_cli_installs_once_and_a_repeat_call_is_a_stat(monkeypatch: p
 
     # What a repeat call must not do, checked by what it calls rather than by how long it takes: neither take the
     # install lock (processes installing wait on it) nor build.
-    monkeypatch.setattr(cli_tools, "FileLock", refused)
+    monkeypatch.setattr(build_cache, "FileLock", refused)
     monkeypatch.setattr(cli_tools, "_build", refused)
     assert ensure_cli(package, version) == bin_dir
 

@@ -15,14 +15,12 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock
-
 from mcp_evals_pipeline.agents.key_proxy import KeyProxy
+from mcp_evals_pipeline.build_cache import cached_build
 from mcp_evals_pipeline.node_toolchain import ToolchainError, ensure_toolchain, npm_env
 from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.sandbox.base import Sandbox
@@ -35,7 +33,6 @@ CLI_PINS: dict[str, tuple[str, str]] = {
 # The executable each package puts in node_modules/.bin.
 CLI_BINARIES: dict[str, str] = {"@openai/codex": "codex", "@anthropic-ai/claude-code": "claude"}
 INSTALL_TIMEOUT_S = 900
-COMPLETE_MARKER = ".mcp-evals-complete"
 
 
 class CliInstallError(Exception):
@@ -88,28 +85,10 @@ def ensure_cli(package: str, version: str) -> Path:
     """The bin dir of `package@version`, installed on first use (idempotent, safe across processes).
 
     Raises CliInstallError."""
-    base = cache_dir() / "agent-clis"
     root = cli_root(package, version)
-    bin_dir = root / "node_modules" / ".bin"
-    if (root / COMPLETE_MARKER).exists():
-        return bin_dir
-    base.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(root) + ".lock"):
-        if (root / COMPLETE_MARKER).exists():
-            return bin_dir
-        shutil.rmtree(root, ignore_errors=True)
-        for leftover in base.glob(f"{root.name}-building-*"):  # a build that was killed
-            shutil.rmtree(leftover, ignore_errors=True)
-        staging = Path(tempfile.mkdtemp(prefix=f"{root.name}-building-", dir=base))
-        staging.rmdir()
-        try:
-            _build(staging, package, version)
-            # npm's .bin links are relative, so the tree can move as a whole.
-            staging.rename(root)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        (root / COMPLETE_MARKER).write_text(json.dumps({"package": package, "version": version}) + "\n")
-    return bin_dir
+    root, _ = cached_build(root.parent, root.name, lambda stage: _build(stage, package, version), dated=False,
+                           sealed=False, marker=json.dumps({"package": package, "version": version}))
+    return root / "node_modules" / ".bin"
 
 
 @contextmanager

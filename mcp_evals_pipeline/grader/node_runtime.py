@@ -8,7 +8,7 @@ Shared node_modules. Built with npm (`npm ci` when the workspace has package-loc
 `npm install`) from the dependency fields of package.json alone (the workspace's own lifecycle scripts never run
 there: the reduced manifest has no `scripts`), keyed by those fields, the lockfile, the toolchain and the UTC day,
 like the python environments: built into a staging directory, sealed and promoted only after it finished
-(grader/build_cache.py), then bound read-only over <copy>/node_modules in every box and in the server's (a warm
+(build_cache.py), then bound read-only over <copy>/node_modules in every box and in the server's (a warm
 install costs nothing), and unpinned ranges are re-resolved daily. A manifest that points at local paths (`file:`,
 `link:`, `workspace:`, `./pkg`) or declares npm workspaces is installed as is, lifecycle scripts included, inside
 the copy in the install box, every time.
@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_evals_pipeline.grader import build_cache, source
+from mcp_evals_pipeline import build_cache
+from mcp_evals_pipeline.grader import source
 from mcp_evals_pipeline.grader.boxes import StepBox
 from mcp_evals_pipeline.grader.python_env import InstallError
 from mcp_evals_pipeline.grader.runtimes import Installation, Runtime
@@ -206,8 +207,8 @@ def ensure_modules(manifest: dict[str, Any], lockfile: Path | None, toolchain: T
     def build(stage: Path) -> None:
         described.append(_build_modules(stage, manifest, lockfile, toolchain, work))
 
-    root, reused = build_cache.cached_build(cache_dir() / "node-envs", key, work.scratch / f"stage-{key}", build,
-                                            today)
+    root, reused = build_cache.cached_build(cache_dir() / "node-envs", key, build,
+                                            stage=work.scratch / f"stage-{key}", today=today)
     return root / "node_modules", reused, described[0] if described else None
 
 

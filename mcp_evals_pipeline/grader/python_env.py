@@ -7,7 +7,7 @@ private uv cache. Environments live outside the workspace (the agent's own .venv
 Shared environments. A declaration that names only registry packages (no local paths, no pip options, no dynamic
 metadata) builds no code of the workspace: its environment is keyed by the declaration (with every file it
 includes), the Python version and the UTC day, built into a staging directory and promoted, sealed, only after it
-finished (grader/build_cache.py); identical inputs reuse it for free, and unpinned requirements re-resolve daily so
+finished (build_cache.py); identical inputs reuse it for free, and unpinned requirements re-resolve daily so
 a new SDK release reaches the next day's trials. Any other declaration gets a private environment in the
 grading's scratch, removed with it.
 """
@@ -26,8 +26,7 @@ from pathlib import Path
 
 from uv import find_uv_bin
 
-from mcp_evals_pipeline import procs
-from mcp_evals_pipeline.grader import build_cache
+from mcp_evals_pipeline import build_cache, procs
 from mcp_evals_pipeline.grader.boxes import StepBox
 from mcp_evals_pipeline.grader.scratch import Workdir
 from mcp_evals_pipeline.paths import cache_dir
@@ -184,7 +183,8 @@ def ensure_env(work: Workdir, today: dt.date | None = None) -> PythonEnv:
     def build(stage: Path) -> None:
         described.append(_build(stage, declaration, work))
 
-    root, reused = build_cache.cached_build(cache_dir() / "envs", key, work.scratch / f"stage-{key}", build, today)
+    root, reused = build_cache.cached_build(cache_dir() / "envs", key, build, stage=work.scratch / f"stage-{key}",
+                                            today=today)
     return PythonEnv(root, reused=reused, declaration=declaration.name, private=False,
                      box=described[0] if described else None)
 
