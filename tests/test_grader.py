@@ -86,6 +86,18 @@ def test_every_stage_has_a_negative() -> None:
     assert {f"contract.{stage}" for stage in STAGES} <= covered
 
 
+def test_the_ladder_is_one_registry() -> None:
+    """Every stage is registered once (grader/ladder.py); the opt-in ones are the registered features, the docs'
+    table is the registry's, and the plan runs the stages in its order."""
+    from mcp_evals_pipeline.grader.features import FEATURES
+    from mcp_evals_pipeline.grader.ladder import LADDER, markdown_table
+
+    assert tuple(s.name for s in LADDER) == STAGES
+    assert set(FEATURES) == {s.name for s in LADDER if s.feature}
+    docs = (REPO / "docs" / "task-authoring.md").read_text()
+    assert markdown_table() in docs, "docs/task-authoring.md's ladder table differs from grader/ladder.py"
+
+
 def test_source_imports_task_is_graded_on_typecheck_and_imports_only(tmp_path: Path) -> None:
     contract, _ = STAGE_FIXTURES["contract.imports"]
     workspace = write_tree(tmp_path, {"server.py": "from mcp.server.mcpserver import MCPServer\n"})

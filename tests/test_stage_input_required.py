@@ -20,6 +20,7 @@ from mcp_evals_pipeline.grader.runtimes import runtime_for
 from mcp_evals_pipeline.tasks.catalog import Task, discover_tasks
 
 from .conftest import write_tree
+from .support.prompt_strings import unstated
 
 REQS = {"requirements.txt": "mcp>=2.3,<3\n"}
 
@@ -261,7 +262,7 @@ def test_prompt_states_every_string_the_rounds_check(task: Task) -> None:
     for call in task.contract.input_required_calls:
         strings += [r.request_contains for r in call.rounds if r.request_contains]
         strings += [str(e.value) for e in call.expect if e.type in ("contains", "not-contains")]
-    missing = [s for s in strings if s not in task.prompt]
+    missing = unstated(strings, task.prompt)
     assert not missing, f"{task.id}: prompt.md never states {missing}"
 
 

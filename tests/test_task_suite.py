@@ -12,6 +12,7 @@ from mcp_evals_pipeline.paths import prompt_hash_lock
 from mcp_evals_pipeline.tasks.catalog import Task, discover_tasks, lock_new_tasks, read_lock
 
 from .conftest import write_task
+from .support.prompt_strings import unstated
 
 TASKS, LOAD_ERRORS = discover_tasks()
 
@@ -58,7 +59,7 @@ def _expected_strings(task: Task) -> list[str]:
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
 def test_prompt_states_every_string_the_contract_checks(task: Task) -> None:
     """v2-09 of the earlier harness failed 59 of 61 trials on a 'decline' the prompt never asked for."""
-    missing = [s for s in _expected_strings(task) if s not in task.prompt]
+    missing = unstated(_expected_strings(task), task.prompt)
     assert not missing, f"{task.id}: prompt.md never states {missing}"
 
 

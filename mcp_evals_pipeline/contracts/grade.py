@@ -7,45 +7,18 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from mcp_evals_pipeline.grader.ladder import STAGES, stage_of_check_id
 from mcp_evals_pipeline.redaction import redact, secret_values
 
 SdkPath = Literal["mcp-use", "official-sdk", "fastmcp", "hand-rolled", "unknown"]
 
-# The ladder, in order. A check belongs to exactly one stage; failureCode is "contract.<stage>" of the first
+# The ladder (grader/ladder.py): a check belongs to exactly one stage; failureCode is "contract.<stage>" of the first
 # failing check.
-STAGES: tuple[str, ...] = (
-    "install",
-    "typecheck",
-    "imports",
-    "source",
-    "entry",
-    "build",
-    "start",
-    "oauth",  # opt-in stages (grader/stages/) sit where the ladder runs them
-    "handshake",
-    "tools",
-    "resources",
-    "views",
-    "calls",
-    "input_required",
-    "upstream",
-)
+__all__ = ["STAGES", "Check", "RecordModel", "SdkPath", "TrialGrade", "stage_of_check_id"]
 
 
 class RecordModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True)
-
-
-def stage_of_check_id(check_id: str) -> str:
-    """The stage a check belongs to, from its id (records of the earlier harness carry no stage)."""
-    prefix = check_id.split(":", 1)[0]
-    return {
-        "call": "calls",
-        "resource-read": "resources",
-        "post-call-resource-read": "calls",
-        "input-required": "input_required",
-        "view": "views",
-    }.get(prefix, prefix)
 
 
 class Check(RecordModel):

@@ -1,13 +1,13 @@
 """The seam for ladder stages a task opts into (views, input_required, oauth, upstream).
 
-A Feature is instantiated per grading. It may start services before the server starts (an upstream fake, an
-identity provider) and hand the server environment variables; it may set what the MCP client sends (headers, an
-httpx2 Auth) before the handshake; and it contributes checks at fixed places of the one ladder:
+A Feature is instantiated per grading and implements one opt-in stage of the ladder (grader/ladder.py says where
+it runs). It may start services before the server starts (an upstream fake, an identity provider) and hand the
+server environment variables; it may set what the MCP client sends (headers, an httpx2 Auth) before the handshake;
+and it contributes the checks of its stage: Steps (id, stage, coroutine, requirement ids); raise StepFailed(detail)
+to fail one. Everything a feature opens is closed in `close()`, which runs on every path.
 
-    ... start -> [after_start] -> handshake -> tools -> resources -> [after_resources] -> calls -> [after_calls]
-
-Each check it contributes is a Step (id, stage, coroutine): raise StepFailed(detail) to fail it. Everything a
-feature opens is closed in `close()`, which runs on every path.
+Features see the grading only through `GradingContext`: the helpers every stage shares, public on one object, so a
+stage never re-implements paging, exchanges or result checks (and this module never imports the grader).
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from __future__ import annotations
 from abc import ABC
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from mcp_evals_pipeline.contracts.task import TaskContract
-    from mcp_evals_pipeline.grader.functional import Grading
+    import httpx2
+    import mcp_types as types
+    from mcp import Client
 
-Position = Literal["after_start", "after_resources", "after_calls"]
+    from mcp_evals_pipeline.contracts.task import TaskContract
+    from mcp_evals_pipeline.contracts.task_base import Expectation
 
 
 class StepFailed(Exception):
@@ -40,10 +42,33 @@ class Step:
     requirements: list[str] = field(default_factory=list)  # of the contract element behind the check
 
 
-class Feature(ABC):
-    name: str  # as declared by TaskContract.declared_features()
+class GradingContext(Protocol):
+    """What a stage may use of the grading in progress (grader/functional.Grading implements it)."""
 
-    def __init__(self, grading: Grading):
+    contract: TaskContract
+    url: str | None
+    client: Client | None
+    tool_names: dict[str, str]
+    http_headers: dict[str, str]
+    http_auth: httpx2.Auth | None
+    features: list[Feature]
+
+    def server_status(self) -> str: ...
+
+    async def talk(self, what: str, op: Callable[[], Awaitable[Any]], timeout: float) -> Any: ...
+
+    async def connect(self, what: str, mode: str = "legacy", **options: Any) -> Client: ...
+
+    async def list_all(self, what: str, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]: ...
+
+    def check_result(self, where: str, result: types.CallToolResult, is_error: bool | None,
+                     expect: list[Expectation]) -> str: ...
+
+
+class Feature(ABC):
+    name: str  # its stage in grader/ladder.py, and the feature TaskContract.declared_features() names
+
+    def __init__(self, grading: GradingContext):
         self.grading = grading
 
     @classmethod
@@ -54,7 +79,8 @@ class Feature(ABC):
         """Start what the server needs; return environment variables for it."""
         return {}
 
-    def steps(self, position: Position) -> list[Step]:
+    def steps(self) -> list[Step]:
+        """The checks of this feature's stage, run where the ladder places the stage."""
         return []
 
     async def close(self) -> None:  # noqa: B027 - optional hook: most features start nothing
@@ -67,5 +93,10 @@ FEATURES: dict[str, type[Feature]] = {}
 
 
 def register(feature: type[Feature]) -> type[Feature]:
+    from mcp_evals_pipeline.grader.ladder import BY_NAME
+
+    stage = BY_NAME.get(feature.name)
+    if stage is None or stage.feature != feature.name:
+        raise ValueError(f"feature {feature.name!r} has no opt-in stage in grader/ladder.py")
     FEATURES[feature.name] = feature
     return feature

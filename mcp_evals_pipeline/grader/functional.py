@@ -38,6 +38,7 @@ from pydantic import ValidationError
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.contracts.grade import Check, TrialGrade
 from mcp_evals_pipeline.contracts.task import ResourceRead, TaskContract, ToolCall
+from mcp_evals_pipeline.contracts.task_base import Expectation
 from mcp_evals_pipeline.grader import stages  # noqa: F401 - importing registers the opt-in stages
 from mcp_evals_pipeline.grader.boxes import NoBox, StepBox
 from mcp_evals_pipeline.grader.expectations import (
@@ -50,6 +51,7 @@ from mcp_evals_pipeline.grader.expectations import (
     tool_result_text,
 )
 from mcp_evals_pipeline.grader.features import FEATURES, Feature, Step, StepFailed
+from mcp_evals_pipeline.grader.ladder import LADDER
 from mcp_evals_pipeline.grader.runtimes import RUNTIMES, Installation, InstallError, Runtime, runtime_for
 from mcp_evals_pipeline.grader.scratch import Scratch, Workdir, copy_workspace
 from mcp_evals_pipeline.grader.source import detect_sdk_path, missing_source_patterns
@@ -167,33 +169,38 @@ class Grading:
     # ---- the plan -------------------------------------------------------------------------------------------
 
     def plan(self) -> list[Step]:
-        c = self.contract
-        steps: list[Step] = []
-        if c.deterministic_readiness is not None:
+        """Every check, stage by stage in the ladder's order (grader/ladder.py)."""
+        if self.contract.deterministic_readiness is not None:
             # Open-ended tasks: typecheck + required imports only, reported apart from the headline.
             return [Step("typecheck", "typecheck", self._typecheck), Step("imports", "imports", self._imports)]
-        steps.append(Step("install", "install", self._install))
-        steps.append(Step("typecheck", "typecheck", self._typecheck))
-        if c.required_source_patterns:
-            steps.append(Step("source", "source", self._source))
-        steps.append(Step("entry", "entry", self._entry))
-        if c.build_command:
-            steps.append(Step("build", "build", self._build))
-        steps.append(Step("start", "start", self._start))
-        steps += [s for f in self.features for s in f.steps("after_start")]
-        steps.append(Step("handshake", "handshake", self._handshake))
-        steps.append(Step("tools", "tools", self._tools))
-        if c.expected_resources or c.expected_resource_templates:
-            steps.append(Step("resources", "resources", self._resources))
-        steps += [self._read_step(r, "resources", "resource-read") for r in c.resource_reads]
-        steps += [s for f in self.features for s in f.steps("after_resources")]
-        for call in c.calls:
-            steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_before]
-            steps.append(self._call_step(call))
-            steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_after]
-        steps += [self._read_step(r, "calls", "post-call-resource-read") for r in c.post_call_resource_reads]
-        steps += [s for f in self.features for s in f.steps("after_calls")]
+        features = {f.name: f for f in self.features}
+        steps: list[Step] = []
+        for stage in LADDER:
+            if stage.feature is not None:
+                steps += features[stage.name].steps() if stage.name in features else []
+            else:
+                steps += self._core_steps(stage.name)
         return steps
+
+    def _core_steps(self, stage: str) -> list[Step]:
+        c = self.contract
+        if stage == "resources":
+            listing = [Step("resources", "resources", self._resources)] if (
+                c.expected_resources or c.expected_resource_templates) else []
+            return listing + [self._read_step(r, "resources", "resource-read") for r in c.resource_reads]
+        if stage == "calls":
+            steps: list[Step] = []
+            for call in c.calls:
+                steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_before]
+                steps.append(self._call_step(call))
+                steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_after]
+            return steps + [self._read_step(r, "calls", "post-call-resource-read") for r in c.post_call_resource_reads]
+        wanted = {"imports": False, "source": bool(c.required_source_patterns), "build": bool(c.build_command)}
+        if not wanted.get(stage, True):
+            return []
+        run = {"install": self._install, "typecheck": self._typecheck, "source": self._source, "entry": self._entry,
+               "build": self._build, "start": self._start, "handshake": self._handshake, "tools": self._tools}[stage]
+        return [Step(stage, stage, run)]
 
     def _read_step(self, read: ResourceRead, stage: str, prefix: str) -> Step:
         key = f"{prefix}:{read.uri}"
@@ -482,7 +489,8 @@ class Grading:
                 raise
             raise StepFailed(f"{what} failed: {_describe_exc(exc)}{self.server_status()}") from exc
 
-    async def _list_all(self, what: str, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+    async def list_all(self, what: str, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
+        """Every item of a paginated list (tools, resources, templates), each page one exchange."""
         items: list[Any] = []
         cursor: str | None = None
         for _ in range(100):  # a server that pages forever is broken, not us
@@ -495,7 +503,7 @@ class Grading:
 
     async def _tools(self) -> str:
         assert self.client is not None
-        tools: list[types.Tool] = await self._list_all("tools/list", self.client.list_tools, "tools")
+        tools: list[types.Tool] = await self.list_all("tools/list", self.client.list_tools, "tools")
         listed = {t.name: t for t in tools}
         by_normal: dict[str, list[str]] = defaultdict(list)
         for name in listed:
@@ -540,10 +548,10 @@ class Grading:
         resources: list[types.Resource] = []
         templates: list[types.ResourceTemplate] = []
         if c.expected_resources:
-            resources = await self._list_all("resources/list", self.client.list_resources, "resources")
+            resources = await self.list_all("resources/list", self.client.list_resources, "resources")
         if c.expected_resource_templates:
-            templates = await self._list_all("resources/templates/list", self.client.list_resource_templates,
-                                             "resource_templates")
+            templates = await self.list_all("resources/templates/list", self.client.list_resource_templates,
+                                            "resource_templates")
         by_uri = {str(r.uri): r for r in resources}
         by_template = {t.uri_template: t for t in templates}
         problems = [p for e in c.expected_resources for p in _listing_problems("resource", e.uri, e, by_uri)]
@@ -601,16 +609,22 @@ class Grading:
         result: types.CallToolResult = await self.talk(
             sig, lambda: client.call_tool(name, call.args, read_timeout_seconds=timeout), timeout + 5
         )
+        self.check_result(sig, result, call.is_error, call.expect)
+        return None
+
+    def check_result(self, where: str, result: types.CallToolResult, is_error: bool | None,
+                     expect: list[Expectation]) -> str:
+        """A tool result against its isError flag and expectations (StepFailed naming `where`); its text."""
         text = tool_result_text(result)
-        if call.is_error is not None and bool(result.is_error) != call.is_error:
-            want = "an error result (isError true)" if call.is_error else "a normal result (isError false)"
-            raise StepFailed(f'{sig} -> "{clip(text)}" with isError {str(bool(result.is_error)).lower()}; '
+        if is_error is not None and bool(result.is_error) != is_error:
+            want = "an error result (isError true)" if is_error else "a normal result (isError false)"
+            raise StepFailed(f'{where} -> "{clip(text)}" with isError {str(bool(result.is_error)).lower()}; '
                              f"expected {want}")
-        for exp in call.expect:
+        for exp in expect:
             why = expectation_failure(exp, text, result.structured_content)
             if why:
-                raise StepFailed(f'{sig} -> "{clip(text)}" did not match {describe(exp)}: {why}')
-        return None
+                raise StepFailed(f'{where} -> "{clip(text)}" did not match {describe(exp)}: {why}')
+        return text
 
 
 def unsupported_features(contract: TaskContract) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
 from mcp import Client
@@ -27,15 +27,11 @@ from mcp_evals_pipeline.contracts.task_base import Expectation
 from mcp_evals_pipeline.grader.expectations import (
     clip,
     declared_type_ok,
-    describe,
     expectation_failure,
     schema_types,
     tool_result_text,
 )
-from mcp_evals_pipeline.grader.features import Feature, Position, Step, StepFailed, register
-
-if TYPE_CHECKING:
-    from mcp_evals_pipeline.grader.functional import Grading
+from mcp_evals_pipeline.grader.features import Feature, GradingContext, Step, StepFailed, register
 
 STAGE = "input_required"
 CHECK_PREFIX = "input-required"
@@ -69,13 +65,11 @@ def _describe_request(request: types.InputRequest) -> str:
 class InputRequiredStage(Feature):
     name = STAGE
 
-    def __init__(self, grading: Grading):
+    def __init__(self, grading: GradingContext):
         super().__init__(grading)
         self._client: Client | None = None
 
-    def steps(self, position: Position) -> list[Step]:
-        if position != "after_calls":
-            return []
+    def steps(self) -> list[Step]:
         counts: dict[str, int] = defaultdict(int)
         steps = []
         for call in self.grading.contract.input_required_calls:
@@ -139,15 +133,7 @@ class InputRequiredStage(Feature):
             asked = "; ".join(_describe_request(r) for r in (final.input_requests or {}).values()) or "no request"
             raise StepFailed(f"{sig}: expected the final result after {total} round(s), found an input_required "
                              f"result asking for round {total + 1} ({asked})")
-        text = tool_result_text(final)
-        if call.is_error is not None and bool(final.is_error) != call.is_error:
-            want = "an error result (isError true)" if call.is_error else "a normal result (isError false)"
-            raise StepFailed(f'{sig} after {total} round(s) -> "{clip(text)}" with isError {_flag(final.is_error)}; '
-                             f"expected {want}")
-        for exp in call.expect:
-            why = expectation_failure(exp, text, final.structured_content)
-            if why:
-                raise StepFailed(f'{sig} after {total} round(s) -> "{clip(text)}" did not match {describe(exp)}: {why}')
+        text = grading.check_result(f"{sig} after {total} round(s)", final, call.is_error, call.expect)
         actions = ", ".join(r.respond.action for r in call.rounds)
         return f'{total} round(s) answered ({actions}); final "{clip(text, 120)}"'
 

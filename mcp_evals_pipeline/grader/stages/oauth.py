@@ -37,7 +37,7 @@ import jwt
 from pydantic import ValidationError
 
 from mcp_evals_pipeline.grader.expectations import clip
-from mcp_evals_pipeline.grader.features import Feature, Position, Step, StepFailed, register
+from mcp_evals_pipeline.grader.features import Feature, Step, StepFailed, register
 from mcp_evals_pipeline.oauth_idp import PROFILES, HeadlessBrowserError, Idp, start_idp
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
@@ -93,9 +93,7 @@ class OAuthFeature(Feature):
 
     # ---- the plan ---------------------------------------------------------------------------------------
 
-    def steps(self, position: Position) -> list[Step]:
-        if position != "after_start":
-            return []
+    def steps(self) -> list[Step]:
         spec = self.grading.contract.oauth
         steps = [
             Step("oauth:missing-token", "oauth", self._missing_token),

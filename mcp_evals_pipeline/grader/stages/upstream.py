@@ -16,7 +16,7 @@ from collections import Counter
 import anyio.to_thread
 
 from mcp_evals_pipeline.contracts.upstream import ExpectedRequest, UpstreamSpec
-from mcp_evals_pipeline.grader.features import Feature, Position, Step, StepFailed, register
+from mcp_evals_pipeline.grader.features import Feature, Step, StepFailed, register
 from mcp_evals_pipeline.upstreams import FakeService, RecordedRequest, start_service
 
 # How many recorded requests a failure detail lists before it summarizes the rest.
@@ -70,9 +70,7 @@ class UpstreamFeature(Feature):
         self.service = start_service(self.spec.service)
         return {self.spec.env: self.service.base_url}
 
-    def steps(self, position: Position) -> list[Step]:
-        if position != "after_calls":
-            return []
+    def steps(self) -> list[Step]:
         spec = self.spec
         return [Step("upstream", "upstream", self._check_requests,
                      [rid for r in spec.expect_requests for rid in r.requirements])]

@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
 
 from mcp_evals_pipeline.contracts.views import ViewBinding, view_bindings
 from mcp_evals_pipeline.grader.expectations import clip
-from mcp_evals_pipeline.grader.features import Feature, Position, Step, StepFailed, register
+from mcp_evals_pipeline.grader.features import Feature, GradingContext, Step, StepFailed, register
 
-if TYPE_CHECKING:
-    from mcp_evals_pipeline.grader.functional import Grading
-
-MAX_PAGES = 100  # a server that pages forever is broken, not us
 # The pre-release spelling of the binding, `_meta["ui/resourceUri"]`, which the ext-apps spec deprecates; named
 # in a failure so a reader sees why a server that "has the URI" still fails.
 DEPRECATED_FLAT_KEY = "ui/resourceUri"
@@ -85,29 +80,15 @@ def content_html(content: types.TextResourceContents | types.BlobResourceContent
 class Views(Feature):
     name = "views"
 
-    def __init__(self, grading: Grading):
+    def __init__(self, grading: GradingContext):
         super().__init__(grading)
         # Listed once per grading, by the first check that needs them: the listing does not change between checks.
         self._tools: dict[str, types.Tool] | None = None
         self._resources: dict[str, types.Resource] | None = None
 
-    def steps(self, position: Position) -> list[Step]:
-        if position != "after_resources":
-            return []
+    def steps(self) -> list[Step]:
         return [Step(f"view:{b.tool}", "views", partial(self._check, b), list(b.requirements))
                 for b in view_bindings(self.grading.contract)]
-
-    async def _list(self, what: str, fetch: Callable[..., Awaitable[Any]], attr: str) -> list[Any]:
-        items: list[Any] = []
-        cursor: str | None = None
-        timeout = self.grading.contract.call_timeout_seconds + 5
-        for _ in range(MAX_PAGES):
-            page = await self.grading.talk(what, lambda c=cursor: fetch(cursor=c), timeout)
-            items += getattr(page, attr)
-            cursor = page.next_cursor
-            if not cursor:
-                return items
-        raise StepFailed(f"{what}: more than {MAX_PAGES} pages")
 
     async def _templates_note(self) -> str:
         """For a view missing from resources/list: the resource templates, since serving views only through a
@@ -115,7 +96,7 @@ class Views(Feature):
         client = self.grading.client
         assert client is not None
         try:
-            templates = await self._list("resources/templates/list", client.list_resource_templates,
+            templates = await self.grading.list_all("resources/templates/list", client.list_resource_templates,
                                          "resource_templates")
         except StepFailed:
             return ""
@@ -129,7 +110,7 @@ class Views(Feature):
         uri = binding.resource_uri
 
         if self._tools is None:
-            self._tools = {t.name: t for t in await self._list("tools/list", client.list_tools, "tools")}
+            self._tools = {t.name: t for t in await self.grading.list_all("tools/list", client.list_tools, "tools")}
         # The name the tools stage matched (it may differ in case or separators); else the contract's spelling.
         name = self.grading.tool_names.get(binding.tool, binding.tool)
         tool = self._tools.get(name)
@@ -143,7 +124,7 @@ class Views(Feature):
             raise StepFailed(f"tool {name} is bound to {got_uri!r} (_meta.ui.resourceUri); expected {uri!r}")
 
         if self._resources is None:
-            listed = await self._list("resources/list", client.list_resources, "resources")
+            listed = await self.grading.list_all("resources/list", client.list_resources, "resources")
             self._resources = {str(r.uri): r for r in listed}
         resource = self._resources.get(uri)
         if resource is None:
