@@ -25,3 +25,11 @@ def test_trial_overhead_bench_runs() -> None:
     done = _bench("bench/trial_overhead_bench.py", "--trials", "2")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "2 trials (replay agent" in done.stdout and "harness overhead per trial" in done.stdout
+
+
+def test_grader_bench_runs() -> None:
+    done = _bench("bench/grader_bench.py", "--runs", "1", "--unseen", "1", "--task", "py-v4-01-basic-tool-server")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "verify-tasks, 12 solutions, warm: median" in done.stdout and "target <= 150 s" in done.stdout
+    assert "per-stage median (ms), by runtime:" in done.stdout and "python  start" in done.stdout
+    assert "install of a dependency set not seen before (python" in done.stdout

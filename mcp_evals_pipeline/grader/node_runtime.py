@@ -33,7 +33,7 @@ from mcp_evals_pipeline import build_cache
 from mcp_evals_pipeline.grader import source
 from mcp_evals_pipeline.grader.boxes import StepBox
 from mcp_evals_pipeline.grader.python_env import InstallError
-from mcp_evals_pipeline.grader.runtimes import Installation, Runtime
+from mcp_evals_pipeline.grader.runtime_base import Installation, Runtime
 from mcp_evals_pipeline.grader.scratch import Workdir
 from mcp_evals_pipeline.node_toolchain import Toolchain, ToolchainError, ensure_toolchain, npm_env, toolchain_key
 from mcp_evals_pipeline.paths import cache_dir
