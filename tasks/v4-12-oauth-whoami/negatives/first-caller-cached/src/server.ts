@@ -1,0 +1,30 @@
+// Negative: looks the caller up once and answers that identity to everyone after.
+import { MCPServer } from "mcp-use";
+import { oauthClerkProvider, type ClerkOAuthUser } from "mcp-use/oauth/clerk";
+
+const port = Number(process.env.PORT);
+const issuer = process.env.OAUTH_ISSUER_URL;
+if (!issuer) throw new Error("OAUTH_ISSUER_URL is not set");
+
+const server = new MCPServer<ClerkOAuthUser>({
+  name: "oauth-whoami",
+  version: "1.0.0",
+  // Clerk's issuer is its Frontend API URL, its keys are at <issuer>/.well-known/jwks.json (OAUTH_JWKS_URL).
+  // The resource is pinned to the address clients use (mcp-use would otherwise advertise localhost).
+  oauth: oauthClerkProvider({ frontendApiUrl: issuer, resource: `http://127.0.0.1:${port}/mcp` }),
+});
+
+let caller: string | undefined;  // looked up once
+
+server.tool(
+  { name: "whoami", description: "The signed-in user: id, email and name from the access token." },
+  async (_args, ctx) => {
+    if (caller === undefined) {
+      const { id, email, name } = ctx.auth.user;
+      caller = JSON.stringify({ id, email, name });
+    }
+    return { content: [{ type: "text", text: caller }] };
+  },
+);
+
+await server.listen(port);
