@@ -15,6 +15,8 @@ import dagster as dg
 import pytest
 
 from mcp_evals_pipeline.legacy_import import import_runs
+from mcp_evals_pipeline.reporting.scorecard import render_report
+from mcp_evals_pipeline.runs import write_run_file
 from mcp_evals_pipeline.sql_models import materialize_models
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.suites import SuiteError, expand_selection, get_suite, load_suites, suite_of
@@ -156,3 +158,12 @@ def test_a_codex_batch_of_the_suite_continues_the_imported_series(
     new = rows[-1]
     assert new[0] == "2026-12-02" and new[2] is True and new[3] is True and new[4] == 1
     assert by_release == [("mcp-use", "2.6.0", 1)]
+
+    # The run's manifest and scorecard say which SDK the suite tested, and the suite's own figures.
+    run = write_run_file(tmp_path / "runs" / record.run_id, store)
+    assert run.manifest.suites == {"mcp-use": {"sdkPackage": "mcp-use", "registryLatest": "2.6.0"}}
+    with store.connect() as con:
+        materialize_models(con)
+        report = render_report(record.run_id, con)
+    assert (f"- `mcp-use` (1 task(s); SDK mcp-use {record.sdk_version}; registry latest 2.6.0): pass rate 100% "
+            "(1/1 valid scored, 0 invalid)") in report, report

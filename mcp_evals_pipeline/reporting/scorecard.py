@@ -205,6 +205,31 @@ def _pass_k(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     return lines
 
 
+def _suites(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """One line per suite of the run: the SDK it tested (installed and the registry's latest at the time) and its
+    pass rate and pass^k, by the same SQL models as the headline, scoped to the suite's trials."""
+    suites = _rows(con, """SELECT coalesce(suite, '(none)') AS suite, count(DISTINCT task) AS tasks,
+                                  string_agg(DISTINCT sdk_package, ', ' ORDER BY sdk_package) AS packages,
+                                  string_agg(DISTINCT sdk_version, ', ' ORDER BY sdk_version) AS versions,
+                                  max(sdk_registry_latest) AS latest
+                           FROM trials WHERE run_id = ? GROUP BY ALL ORDER BY suite""", [run_id])
+    if not suites or (len(suites) == 1 and suites[0]["suite"] == "(none)"):
+        return []
+    lines = ["## Suites", ""]
+    scope = "run_id = ? AND coalesce(suite, '(none)') = ?"
+    for s in suites:
+        rate = _rows(con, f"SELECT * FROM ({scoped_select('pass_rate', scope)}) WHERE condition = ?",
+                     [run_id, s["suite"], ALL])
+        pass_k = _rows(con, f"SELECT * FROM ({scoped_select('pass_k', scope)}) WHERE condition = ? AND reported",
+                       [run_id, s["suite"], ALL])
+        sdk = f"SDK {s['packages'] or '-'} {s['versions'] or '-'}; registry latest {s['latest'] or 'unknown'}"
+        figures = [f"pass rate {_pct(r['pass_rate'])} ({_count(r['passed'], r['valid_scored'])} valid scored"
+                   f", {int(r['invalid'])} invalid)" for r in rate]
+        figures += [_pass_k_line(r) for r in pass_k]
+        lines.append(f"- `{s['suite']}` ({int(s['tasks'])} task(s); {sdk}): {'; '.join(figures) or 'no trials'}")
+    return lines
+
+
 def _performance(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     rows = _rows(con, "SELECT * FROM performance WHERE run_id = ? ORDER BY condition", [run_id])
     head = next((r for r in rows if r["condition"] == ALL), None)
@@ -366,6 +391,7 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
         pass_rate_lines,
         _matrix(con, run_id),
         _pass_k(con, run_id),
+        _suites(con, run_id),
         _performance(con, run_id),
         _failures(con, run_id, head),
         _sdk_paths(con, run_id),
