@@ -1,0 +1,52 @@
+// Negative: reads the incidents from data/incidents.json relative to the source file, a path the bundled build does not keep.
+import { MCPServer } from "mcp-use";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+
+type Row = { id: string; title: string; severity: string; status: string; responders: string[] };
+
+const INCIDENTS: Row[] = JSON.parse(
+  readFileSync(fileURLToPath(new URL("../data/incidents.json", import.meta.url)), "utf8"),
+);
+
+const Summary = z.object({ id: z.string(), title: z.string(), severity: z.string(), status: z.string() });
+const Incident = Summary.extend({ responders: z.array(z.string()) });
+
+const server = new MCPServer({ name: "incident-console", version: "1.0.0" });
+
+server.tool(
+  {
+    name: "list_incidents",
+    description: "List every incident (id, title, severity, status).",
+    inputSchema: z.object({}),
+    outputSchema: z.object({ count: z.number().int(), incidents: z.array(Summary) }),
+    view: { name: "incident-list", description: "Incident list", prefersBorder: true },
+  },
+  async () => {
+    const data = {
+      count: INCIDENTS.length,
+      incidents: INCIDENTS.map(({ id, title, severity, status }) => ({ id, title, severity, status })),
+    };
+    return { content: [{ type: "text", text: JSON.stringify(data) }], structuredContent: data };
+  },
+);
+
+server.tool(
+  {
+    name: "get_incident",
+    description: "Get one incident by id, with its responders.",
+    inputSchema: z.object({ id: z.string().describe("An incident id such as INC-102") }),
+    outputSchema: Incident,
+    view: { name: "incident-detail", description: "Incident detail", prefersBorder: true },
+  },
+  async ({ id }) => {
+    const incident = INCIDENTS.find((i) => i.id === id);
+    if (!incident) {
+      return { content: [{ type: "text", text: `incident ${id} not found` }], isError: true };
+    }
+    return { content: [{ type: "text", text: JSON.stringify(incident) }], structuredContent: incident };
+  },
+);
+
+export default server;
