@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_evals_pipeline.grader.ladder import STAGES
+
 REPO = Path(__file__).resolve().parent.parent
 
 # A byte-compile that leaves no __pycache__ behind in the workspace (py_compile would write one).
@@ -199,13 +201,12 @@ def v2_03(task_dir: Path) -> list[Session]:
 
 
 PLANS = {
-    "v2-01-basic-tool-server": v2_01,
-    "v2-02-stateful-ticket-queue": v2_02,
-    "v2-03-docs-lookup-server": v2_03,
+    "py-v4-01-basic-tool-server": v2_01,
+    "py-v4-02-stateful-ticket-queue": v2_02,
+    "py-v4-03-docs-lookup-server": v2_03,
 }
 # The ladder's order, to pick the negative that fails latest: the most realistic near-miss for a failing session.
-STAGE_ORDER = ("install", "typecheck", "imports", "source", "entry", "build", "start", "oauth", "handshake",
-               "tools", "resources", "views", "calls", "input_required", "upstream")
+STAGE_ORDER = STAGES
 
 
 def generic_plan(task_dir: Path) -> list[Session]:

@@ -29,7 +29,7 @@ from mcp_evals_pipeline.tasks.catalog import Task, get_task
 from .conftest import REPO, TASKS
 from .support.openai_server import ScriptedOpenAI, call, failure, reply, stall
 
-TASK_IDS = ["v2-01-basic-tool-server", "v2-02-stateful-ticket-queue", "v2-03-docs-lookup-server"]
+TASK_IDS = ["py-v4-01-basic-tool-server", "py-v4-02-stateful-ticket-queue", "py-v4-03-docs-lookup-server"]
 SESSIONS = [path for task_id in TASK_IDS for path in task_sessions(task_id, TASKS)]
 CHEAP_MODEL = "gpt-4o-mini"
 FAST_RETRY = {"retry_backoff_s": 0.01, "retry_backoff_max_s": 0.05}
@@ -109,18 +109,18 @@ def test_a_replayed_session_grades_as_its_name_says(session: Path, tmp_path: Pat
 
 
 def test_replay_picks_sessions_by_trial_index(tmp_path: Path) -> None:
-    sessions = task_sessions("v2-01-basic-tool-server", TASKS)
-    picked = [choose_session("v2-01-basic-tool-server", trial, root=TASKS) for trial in (1, 2, 3, 4)]
+    sessions = task_sessions("py-v4-01-basic-tool-server", TASKS)
+    picked = [choose_session("py-v4-01-basic-tool-server", trial, root=TASKS) for trial in (1, 2, 3, 4)]
     assert picked == [sessions[(trial - 1) % len(sessions)] for trial in (1, 2, 3, 4)]
     assert picked[3] == picked[0]
     # A keyless batch of three trials mixes outcomes, deterministically.
     assert {p.name.split("-")[0] for p in picked[:3]} == {"pass", "fail"}
     # A bare file name selects one of the task's own sessions.
-    assert choose_session("v2-01-basic-tool-server", 1, "pass-2.jsonl", root=TASKS).name == "pass-2.jsonl"
+    assert choose_session("py-v4-01-basic-tool-server", 1, "pass-2.jsonl", root=TASKS).name == "pass-2.jsonl"
 
 
 def test_replay_without_a_session_option_plays_the_trials_session(tmp_path: Path) -> None:
-    task = get_task("v2-01-basic-tool-server", TASKS)
+    task = get_task("py-v4-01-basic-tool-server", TASKS)
     trial = run_trial(ReplayAgent(), task, tmp_path, trial=2)
     info = trial.of_type("info")[0]
     assert info.extra["session"] == str(task_sessions(task.id, TASKS)[1])
@@ -138,7 +138,7 @@ def test_replay_counts_recorded_usage_and_honours_the_turn_budget(tmp_path: Path
         {"type": "assistant", "text": "three"},
         {"type": "tool", "tool": "write_file", "args": {"path": "b.txt", "content": "b"}},
     ]) + "\n")
-    task = get_task("v2-01-basic-tool-server", TASKS)
+    task = get_task("py-v4-01-basic-tool-server", TASKS)
     full = run_trial(ReplayAgent(), task, tmp_path / "full", options={"session": str(session)})
     assert (full.result.perf.tokens_in, full.result.perf.tokens_out, full.result.perf.turns) == (300, 30, 3)
     assert full.result.perf.cost_usd is None
@@ -159,7 +159,7 @@ def test_a_session_that_does_not_parse_is_infra_agent_with_the_line(tmp_path: Pa
     session = tmp_path / "broken.jsonl"
     first = json.dumps({"type": "tool", "tool": "write_file", "args": {"path": "x.txt", "content": "x"}})
     session.write_text(f"{first}\n{bad_line}\n")
-    trial = run_trial(ReplayAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path,
+    trial = run_trial(ReplayAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path,
                       options={"session": str(session)})
     assert trial.result.infra_reason == "infra.agent"
     assert message in (trial.result.error or "")
@@ -168,10 +168,10 @@ def test_a_session_that_does_not_parse_is_infra_agent_with_the_line(tmp_path: Pa
 
 def test_replay_of_a_task_without_sessions_is_infra_agent(tmp_path: Path) -> None:
     root = tmp_path / "tasks"
-    shutil.copytree(TASKS / "v2-01-basic-tool-server", root / "v2-01-basic-tool-server",
+    shutil.copytree(TASKS / "py-v4-01-basic-tool-server", root / "py-v4-01-basic-tool-server",
                     ignore=shutil.ignore_patterns("sessions"))
     with pytest.raises(Exception, match="no recorded sessions"):
-        choose_session("v2-01-basic-tool-server", 1, root=root)
+        choose_session("py-v4-01-basic-tool-server", 1, root=root)
 
 
 # --- the tool executor ----------------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def tool_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_openai_agent_builds_the_golden_server_through_tool_calls(tmp_path: Path, api_key: str) -> None:
-    task = get_task("v2-01-basic-tool-server", TASKS)
+    task = get_task("py-v4-01-basic-tool-server", TASKS)
     golden = task.dir / "golden"
     first = call("list_files", {"path": "."})
     writes = [call("write_file", {"path": "server.py", "content": (golden / "server.py").read_text()}),
@@ -293,7 +293,7 @@ def test_openai_agent_reads_the_endpoint_from_the_environment(tmp_path: Path, ap
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     with ScriptedOpenAI([reply("Nothing to do.")]) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL)
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL)
     assert len(server.requests) == 1
     assert trial.result.infra_reason is None and trial.result.perf.turns == 1
 
@@ -301,7 +301,7 @@ def test_openai_agent_reads_the_endpoint_from_the_environment(tmp_path: Path, ap
 @pytest.mark.parametrize("status", [429, 500, 503])
 def test_transient_failures_are_retried_and_the_trial_stays_valid(tmp_path: Path, api_key: str, status: int) -> None:
     with ScriptedOpenAI([failure(status), failure(status), reply("Done.")]) as server:
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
                           options={"base_url": server.base_url, "max_retries": 3, **FAST_RETRY})
     assert len(server.requests) == 3
     assert trial.result.infra_reason is None, trial.result.error
@@ -314,7 +314,7 @@ def test_a_request_timeout_is_retried(tmp_path: Path, api_key: str) -> None:
     # answered at once and gets the same timeout, so that one is generous: it must succeed on a loaded machine.
     with ScriptedOpenAI([stall(60), reply("Done.")]) as server:
         started = time.monotonic()
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
                           options={"base_url": server.base_url, "request_timeout_s": 5.0, **FAST_RETRY})
         seconds = time.monotonic() - started
     assert trial.result.infra_reason is None and not trial.result.budget_exhausted, trial.result.error
@@ -325,7 +325,7 @@ def test_a_request_timeout_is_retried(tmp_path: Path, api_key: str) -> None:
 
 def test_a_failing_endpoint_is_infra_model_api_after_bounded_retries(tmp_path: Path, api_key: str) -> None:
     with ScriptedOpenAI(lambda body: failure(500, "overloaded")) as server:
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
                           options={"base_url": server.base_url, "max_retries": 2, **FAST_RETRY})
     assert len(server.requests) == 3  # the first attempt + 2 retries, then it stops
     assert trial.result.infra_reason == "infra.model_api"
@@ -335,7 +335,7 @@ def test_a_failing_endpoint_is_infra_model_api_after_bounded_retries(tmp_path: P
 
 def test_a_rejected_key_is_not_retried(tmp_path: Path, api_key: str) -> None:
     with ScriptedOpenAI(lambda body: failure(401, "bad key")) as server:
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
                           options={"base_url": server.base_url, **FAST_RETRY})
     assert len(server.requests) == 1
     assert trial.result.infra_reason == "infra.model_api" and "401" in (trial.result.error or "")
@@ -343,7 +343,7 @@ def test_a_rejected_key_is_not_retried(tmp_path: Path, api_key: str) -> None:
 
 def test_zero_token_replies_are_infra_agent(tmp_path: Path, api_key: str) -> None:
     with ScriptedOpenAI([reply("All done.", prompt_tokens=0, completion_tokens=0)]) as server:
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
                           options={"base_url": server.base_url})
     assert trial.result.infra_reason == "infra.agent"
     assert "zero model tokens" in (trial.result.error or "")
@@ -355,7 +355,7 @@ def test_running_out_of_turns_is_a_valid_budget_exhaustion(tmp_path: Path, api_k
         return reply("Still working.", [call("list_files", {})])
 
     with ScriptedOpenAI(forever) as server:
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
                           max_turns=3, options={"base_url": server.base_url})
     assert trial.result.budget_exhausted and trial.result.infra_reason is None
     assert len(server.requests) == 3 and trial.result.perf.turns == 3 and trial.result.perf.tool_calls == 3
@@ -367,7 +367,7 @@ def test_running_out_of_time_is_a_valid_budget_exhaustion(tmp_path: Path, api_ke
         return reply(None, [call("shell", {"command": "sleep 30"})])
 
     with ScriptedOpenAI(forever) as server:
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
                           time_budget_s=1.5, options={"base_url": server.base_url})
     assert trial.result.budget_exhausted and trial.result.infra_reason is None, trial.result.error
     assert len(server.requests) == 1, "the command was cut at the budget, and no further turn was started"
@@ -387,7 +387,7 @@ def test_a_write_outside_the_workspace_is_refused_and_reported(tmp_path: Path, a
     escape_absolute = call("write_file", {"path": str(tmp_path / "absolute.txt"), "content": "pwned"})
     script = [reply("Writing files.", [escape_relative, escape_absolute]), reply("Done.")]
     with ScriptedOpenAI(script) as server:
-        trial = run_trial(OpenAIAgent(), get_task("v2-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
+        trial = run_trial(OpenAIAgent(), get_task("py-v4-01-basic-tool-server", TASKS), tmp_path, model=CHEAP_MODEL,
                           options={"base_url": server.base_url})
     assert trial.result.infra_reason is None, trial.result.error
     assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "absolute.txt").exists()

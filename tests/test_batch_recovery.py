@@ -42,7 +42,7 @@ from .conftest import REPO, TASKS
 from .support.cli_env import cli_env
 from .support.processes import gone_within, naming, running_under
 
-TASK = "v2-01-basic-tool-server"
+TASK = "py-v4-01-basic-tool-server"
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ from .support.key_probe import CLEAN, key_probe
 from .support.messages_server import ScriptedMessages, failure, tool_use, turn
 from .support.processes import naming, running_under
 
-TASK_ID = "v2-01-basic-tool-server"
+TASK_ID = "py-v4-01-basic-tool-server"
 MODEL = AGENT_PINS["claude"].model or "claude-sonnet-5"
 KEY = "test-anthropic-key"
 

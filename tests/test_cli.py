@@ -15,7 +15,7 @@ import pytest
 from .conftest import REPO
 from .support.cli_env import cli_env
 
-TASK = "v2-01-basic-tool-server"
+TASK = "py-v4-01-basic-tool-server"
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +53,7 @@ def test_import_report_trends_and_rebuild_on_real_runs(cli, legacy_runs: Path, t
 
 
 def test_eval_refuses_bad_requests_before_spending(cli) -> None:  # type: ignore[no-untyped-def]
-    no_key = cli("eval", "--agent", "openai", "--task", "v2-01-basic-tool-server", "--no-verify")
+    no_key = cli("eval", "--agent", "openai", "--task", "py-v4-01-basic-tool-server", "--no-verify")
     assert no_key.returncode == 2 and "OPENAI_API_KEY" in no_key.stderr
     codex = cli("eval", "--agent", "codex", "--no-verify")
     assert codex.returncode == 2 and "OPENAI_API_KEY or CODEX_API_KEY" in codex.stderr
@@ -64,11 +64,11 @@ def test_eval_refuses_bad_requests_before_spending(cli) -> None:  # type: ignore
 
 
 def test_eval_variant_alias_runs_a_trial(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    done = cli("eval", "--variant", "noskill+blank", "--task", "v2-02-stateful-ticket-queue", "--trials", "2",
+    done = cli("eval", "--variant", "noskill+blank", "--task", "py-v4-02-stateful-ticket-queue", "--trials", "2",
                "--no-verify", "--skip-judge")
     assert done.returncode == 0, done.stderr
     assert "--variant is deprecated" in done.stderr
-    assert "[2/2] v2-02-stateful-ticket-queue--noskill+blank--t2: pass" in done.stderr
+    assert "[2/2] py-v4-02-stateful-ticket-queue--noskill+blank--t2: pass" in done.stderr
     report = Path(done.stdout.split("scorecard: ")[1].strip())
     assert report.exists() and "## Pass rate: 50% (1/2 valid scored trials)" in report.read_text()
 
@@ -76,7 +76,8 @@ def test_eval_variant_alias_runs_a_trial(cli, tmp_path: Path) -> None:  # type: 
 def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """--parallel: worker processes materialize the partitions against the same instance; every trial lands once,
     in the files, in DuckDB and as its own successful Dagster run."""
-    done = cli("eval", "--task", "v2-01-basic-tool-server", "--task", "v2-02-stateful-ticket-queue", "--trials", "2",
+    done = cli("eval", "--task", "py-v4-01-basic-tool-server", "--task", "py-v4-02-stateful-ticket-queue",
+               "--trials", "2",
                "--parallel", "2", "--no-verify", "--skip-judge", "--batch-date", "2026-11-27")
     assert done.returncode == 0, done.stderr
     lines = sorted(line for line in done.stderr.splitlines() if line.startswith("["))
@@ -84,8 +85,8 @@ def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ig
     assert {f"[{i}/4]" for i in range(1, 5)} == {line.split()[0] for line in lines}
     with duckdb.connect(str(tmp_path / "results" / "evals.duckdb"), read_only=True) as con:
         rows = con.execute("SELECT task, trial, count(*) FROM trials GROUP BY ALL ORDER BY ALL").fetchall()
-    assert rows == [("v2-01-basic-tool-server", 1, 1), ("v2-01-basic-tool-server", 2, 1),
-                    ("v2-02-stateful-ticket-queue", 1, 1), ("v2-02-stateful-ticket-queue", 2, 1)]
+    assert rows == [("py-v4-01-basic-tool-server", 1, 1), ("py-v4-01-basic-tool-server", 2, 1),
+                    ("py-v4-02-stateful-ticket-queue", 1, 1), ("py-v4-02-stateful-ticket-queue", 2, 1)]
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         records = instance.get_run_records()
     runs = [r.dagster_run for r in records]

@@ -38,7 +38,7 @@ needs_box = pytest.mark.skipif(not _SUPPORT.can_harden,
                                reason="the hardened sandbox is not available on this host: "
                                       + "; ".join(_SUPPORT.missing))
 
-TASK_ID = "v2-01-basic-tool-server"
+TASK_ID = "py-v4-01-basic-tool-server"
 CASES = [("golden", True), ("negatives/wrong-sum", False)]
 
 

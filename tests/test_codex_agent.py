@@ -27,7 +27,7 @@ from .support.key_probe import CLEAN, key_probe
 from .support.processes import running_under
 from .support.responses_server import ScriptedResponses, failure, message, shell, turn, write_file
 
-TASK = "v2-01-basic-tool-server"
+TASK = "py-v4-01-basic-tool-server"
 GOLDEN = TASKS / TASK / "golden"
 WRONG_SUM = TASKS / TASK / "negatives" / "wrong-sum"
 

@@ -39,7 +39,7 @@ from .conftest import REPO, TASKS, write_task
 from .support.openai_server import Answer, ScriptedOpenAI, call, failure, reply
 from .support.processes import gone_within, running_under
 
-TASK = "v2-01-basic-tool-server"
+TASK = "py-v4-01-basic-tool-server"
 DATE = "2026-11-25"
 GOLDEN = TASKS / TASK / "golden"
 COLUMNS = "slot, attempt, is_current, valid, invalid_reason, contract_pass, failure_code, failing_check, error"
@@ -196,7 +196,7 @@ from pathlib import Path
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trials import TrialSpec, run_trial
 db, runs, session = sys.argv[1:4]
-run_trial(TrialSpec(task_id="v2-01-basic-tool-server", condition="noskill+blank", trial=1, batch_date="2026-11-25",
+run_trial(TrialSpec(task_id="py-v4-01-basic-tool-server", condition="noskill+blank", trial=1, batch_date="2026-11-25",
                     agent="replay", options={"session": session}), store=TrialStore(Path(db)), results_root=Path(runs))
 """
 

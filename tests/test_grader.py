@@ -244,7 +244,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_grade_prints_the_trial_grade_and_exit_code(tmp_path: Path) -> None:
-    task = REPO / "tasks" / "v2-01-basic-tool-server"
+    task = REPO / "tasks" / "py-v4-01-basic-tool-server"
     passed = _cli("grade", "--task", task.name, "--workspace", str(task / "golden"), "--json")
     assert passed.returncode == 0, passed.stderr
     grade = json.loads(passed.stdout)

@@ -26,8 +26,8 @@ from mcp_evals_pipeline.sandbox import server_box
 
 from .conftest import REPO, TASKS, write_tree
 
-PY_TASK = TASKS / "v2-01-basic-tool-server"
-TS_TASK = TASKS / "v2-01-basic-tool-server-ts"
+PY_TASK = TASKS / "py-v4-01-basic-tool-server"
+TS_TASK = TASKS / "v4-01-basic-tool-server"
 
 needs_box = pytest.mark.skipif(not server_box.available(), reason="no bubblewrap box on this host")
 

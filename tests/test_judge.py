@@ -31,7 +31,7 @@ def failing_record(**overrides: object) -> TrialRecord:
                 Check(id="start", passed=False, detail="blocked by entry")],
         failure_code="contract.entry", sdk_path="official-sdk", grader_version="1.0.0",
     )
-    fields: dict[str, object] = dict(task="v2-01-basic-tool-server", condition="noskill+blank", trial=2,
+    fields: dict[str, object] = dict(task="py-v4-01-basic-tool-server", condition="noskill+blank", trial=2,
                                      agent_runner="codex", agent_model="gpt-5.6-terra", valid=True, grade=grade,
                                      timestamp="2026-11-27T14:00:00Z")
     fields.update(overrides)

@@ -25,8 +25,8 @@ from mcp_evals_pipeline.tasks.catalog import parse_contract
 from .conftest import TASKS, write_tree
 from .support.processes import running_under
 
-TOOL_TASK = TASKS / "v2-01-basic-tool-server-ts"
-QUEUE_TASK = TASKS / "v2-02-stateful-ticket-queue-ts"
+TOOL_TASK = TASKS / "v4-01-basic-tool-server"
+QUEUE_TASK = TASKS / "v4-02-stateful-ticket-queue"
 LEGACY_TASKS = Path(__file__).resolve().parent / "fixtures" / "legacy_tasks"
 RUNTIME = runtime_for("node")
 NO_DEPENDENCIES = {"package.json": '{"name": "fixture", "private": true, "type": "module"}\n'}

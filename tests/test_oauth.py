@@ -51,8 +51,8 @@ from mcp_evals_pipeline.trials import TrialSpec, run_trial
 
 from .conftest import TASKS
 
-CLERK_TASK = "v2-12-oauth-whoami"
-OKTA_TASK = "v2-13-oauth-whoami-okta"
+CLERK_TASK = "py-v4-12-oauth-whoami"
+OKTA_TASK = "py-v4-13-oauth-whoami-okta"
 TASK_OF = {"clerk": CLERK_TASK, "okta": OKTA_TASK}
 SEED_OF = {"clerk": (CLERK_SEED_USER_ID, CLERK_SEED_EMAIL, CLERK_SEED_NAME),
            "okta": (OKTA_SEED_USER_ID, OKTA_SEED_EMAIL, OKTA_SEED_NAME)}

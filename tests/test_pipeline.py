@@ -23,7 +23,7 @@ from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 from mcp_evals_pipeline.trials import read_trial_records
 
-TASK = "v2-01-basic-tool-server"
+TASK = "py-v4-01-basic-tool-server"
 DATE = "2026-11-25"  # a past batch date: the partition exists whatever the clock says
 
 

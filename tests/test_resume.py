@@ -8,7 +8,7 @@ from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trials import TrialSpec, current_record, finished_for, run_trial
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
-TASK = "v2-01-basic-tool-server"
+TASK = "py-v4-01-basic-tool-server"
 
 
 def test_only_a_valid_attempt_of_the_same_spec_counts_as_finished(tmp_path: Path) -> None:

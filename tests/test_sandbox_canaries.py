@@ -37,7 +37,7 @@ from mcp_evals_pipeline.trials import TrialSpec, run_trial
 
 from .conftest import REPO, TASKS
 
-TASK = "v2-01-basic-tool-server"
+TASK = "py-v4-01-basic-tool-server"
 ENV_SECRETS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "HF_TOKEN",
                "MCP_EVALS_CANARY", "HOSTPROBE_PLAIN")
 # The server prints its whole environment on start, then every /proc/*/environ it can read and how many processes

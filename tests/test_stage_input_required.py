@@ -251,7 +251,7 @@ TASKS_WITH_ROUNDS = [t for t in discover_tasks()[0] if t.contract.input_required
 
 
 def test_some_task_uses_the_stage() -> None:
-    assert "v2-09-raw-input-required-approval" in {t.id for t in TASKS_WITH_ROUNDS}
+    assert "py-v4-09-raw-input-required-approval" in {t.id for t in TASKS_WITH_ROUNDS}
 
 
 @pytest.mark.parametrize("task", TASKS_WITH_ROUNDS, ids=lambda t: t.id)

@@ -19,7 +19,7 @@ TASKS, LOAD_ERRORS = discover_tasks()
 
 def test_every_task_loads() -> None:
     assert not LOAD_ERRORS, "\n".join(map(str, LOAD_ERRORS))
-    assert {"v2-01-basic-tool-server", "v2-02-stateful-ticket-queue", "v2-03-docs-lookup-server"} <= {
+    assert {"py-v4-01-basic-tool-server", "py-v4-02-stateful-ticket-queue", "py-v4-03-docs-lookup-server"} <= {
         t.id for t in TASKS
     }
 

@@ -16,7 +16,7 @@ from mcp_evals_pipeline.versions import GRADER_VERSION
 
 from .conftest import TASKS
 
-TASK = "v2-01-basic-tool-server"
+TASK = "py-v4-01-basic-tool-server"
 
 
 def spec(**kw) -> TrialSpec:
@@ -31,10 +31,10 @@ def env(tmp_path: Path) -> tuple[TrialStore, Path]:
 
 
 def test_trial_keys_round_trip() -> None:
-    assert parse_trial_key(trial_key("v2-01-basic-tool-server", "skill+blank", 3)) == (
-        "v2-01-basic-tool-server", "skill+blank", 3)
+    assert parse_trial_key(trial_key("py-v4-01-basic-tool-server", "skill+blank", 3)) == (
+        "py-v4-01-basic-tool-server", "skill+blank", 3)
     with pytest.raises(ValueError, match="not a trial key"):
-        parse_trial_key("v2-01--noskill+blank")
+        parse_trial_key("py-v4-01--noskill+blank")
 
 
 def test_a_passing_replay_trial_leaves_files_and_a_row(env: tuple[TrialStore, Path]) -> None:
