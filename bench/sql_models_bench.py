@@ -294,40 +294,50 @@ def pandas_metrics(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     out["static_adoption"] = df[df["unscored_valid"]].groupby(["run_id", "task", "condition"]).agg(
         trials=("valid", "size"), passes=("contract_pass", "sum")).reset_index()
 
-    # trends
-    keys = ["batch_id", "agent_runner", "agent_model"]
+    # trends: one series per suite x agent x model x condition
+    df = df.assign(suite=df["suite"].fillna("(none)"),
+                   task_at=df["task"] + "@" + df["prompt_hash"].fillna("?"))
+    keys = ["batch_id", "suite", "agent_runner", "agent_model"]
     trend = _star(df, keys, {"batch_date": ("batch_date", "min"), "passed": ("passed", "sum"),
-                             "valid_scored": ("scored", "sum"), "invalid": ("invalid", "sum")})
+                             "valid_scored": ("scored", "sum"), "invalid": ("invalid", "sum"),
+                             "tasks": ("task", "nunique")})
     versions = df[[*keys, "condition", "grader_version"]].drop_duplicates().dropna(subset=["grader_version"])
     joined = _star(versions, keys, {"grader_versions": ("grader_version", lambda s: ",".join(sorted(set(s))))})
-    trend = trend.merge(joined, on=[*keys, "condition"], how="left")
+    task_sets = _star(df[[*keys, "condition", "task_at"]].drop_duplicates(), keys,
+                      {"task_set": ("task_at", lambda s: ",".join(sorted(set(s))))})
+    trend = trend.merge(joined, on=[*keys, "condition"], how="left").merge(task_sets, on=[*keys, "condition"])
     trend["pass_rate"] = trend["passed"] / trend["valid_scored"].where(trend["valid_scored"] > 0)
     trend["wilson_low"], trend["wilson_high"] = _wilson(trend["passed"], trend["valid_scored"])
-    trend = trend.sort_values(["agent_runner", "agent_model", "condition", "batch_date", "batch_id"])
-    previous = trend.groupby(["agent_runner", "agent_model", "condition"], dropna=False)["grader_versions"].shift()
-    first = trend.groupby(["agent_runner", "agent_model", "condition"], dropna=False).cumcount() == 0
+    series_keys = ["suite", "agent_runner", "agent_model", "condition"]
+    trend = trend.sort_values([*series_keys, "batch_date", "batch_id"])
+    first = trend.groupby(series_keys, dropna=False).cumcount() == 0
+    previous = trend.groupby(series_keys, dropna=False)["grader_versions"].shift()
     same = (trend["grader_versions"] == previous) | (trend["grader_versions"].isna() & previous.isna())
     trend["grader_boundary"] = ~first & ~same
-    out["trends"] = trend.sort_values(["batch_date", "batch_id", "agent_runner", "agent_model", "condition"])[
-        ["batch_id", "batch_date", "agent_runner", "agent_model", "condition", "grader_versions", "passed",
-         "valid_scored", "invalid", "pass_rate", "wilson_low", "wilson_high", "grader_boundary"]]
+    trend["task_set_boundary"] = ~first & (trend["task_set"] != trend.groupby(series_keys, dropna=False)[
+        "task_set"].shift())
+    out["trends"] = trend.sort_values(["batch_date", "batch_id", "suite", "agent_runner", "agent_model",
+                                       "condition"])[
+        ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "grader_versions", "tasks",
+         "passed", "valid_scored", "invalid", "pass_rate", "wilson_low", "wilson_high", "grader_boundary",
+         "task_set_boundary", "task_set"]]
 
     # suspect markers over each series' 10 most recent batches of the task
-    series = ["task", "agent_runner", "agent_model"]
+    series = ["task", "prompt_hash", "agent_runner", "agent_model"]
     scored = df[df["scored"]]
     batches = scored.groupby([*series, "batch_id"], dropna=False)["batch_date"].max().reset_index()
-    batches = batches.sort_values([*series, "batch_date", "batch_id"], ascending=[True] * 3 + [False, False])
+    batches = batches.sort_values([*series, "batch_date", "batch_id"], ascending=[True] * 4 + [False, False])
     batches = batches[batches.groupby(series, dropna=False).cumcount() < 10]
     recent = scored.merge(batches[[*series, "batch_id"]], on=[*series, "batch_id"])
     totals = recent.groupby(series, dropna=False).agg(batches=("batch_id", "nunique"), valid_scored=("passed", "size"),
                                                       failed=("passed", lambda s: int((~s).sum()))).reset_index()
     fails = recent[~recent["passed"]]
     checks = fails.groupby([*series, "failing_check"], dropna=False).size().rename("n").reset_index()
-    checks = checks.sort_values([*series, "n", "failing_check"], ascending=[True] * 3 + [False, True],
+    checks = checks.sort_values([*series, "n", "failing_check"], ascending=[True] * 4 + [False, True],
                                 na_position="last").drop_duplicates(series)
     details = fails.merge(checks[[*series, "failing_check"]], on=[*series, "failing_check"])
     details = details.groupby([*series, "failing_detail"], dropna=False).size().rename("d").reset_index()
-    details = details.sort_values([*series, "d", "failing_detail"], ascending=[True] * 3 + [False, True],
+    details = details.sort_values([*series, "d", "failing_detail"], ascending=[True] * 4 + [False, True],
                                   na_position="last").drop_duplicates(series)
     marks = totals.merge(checks, on=series, how="left").merge(details[[*series, "failing_detail", "d"]], on=series,
                                                                 how="left")
@@ -335,7 +345,8 @@ def pandas_metrics(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
                                   "failing_detail": "top_detail", "d": "top_detail_failures"})
     marks["top_share"] = marks["top_check_failures"] / marks["failed"].where(marks["failed"] > 0)
     marks["suspect"] = (marks["failed"] >= 5) & (marks["top_share"].fillna(0) >= 0.8)
-    out["suspect_markers"] = marks[["task", "agent_runner", "agent_model", "batches", "valid_scored", "failed",
+    out["suspect_markers"] = marks[["task", "prompt_hash", "agent_runner", "agent_model", "batches", "valid_scored",
+                                    "failed",
                                     "top_failing_check", "top_check_failures", "top_detail", "top_detail_failures",
                                     "top_share", "suspect"]]
     return out
@@ -393,8 +404,8 @@ KEYS: dict[str, list[str]] = {
     "sdk_path_breakdown": ["run_id", "sdk_path"],
     "invalid_breakdown": ["run_id", "invalid_reason"],
     "static_adoption": ["run_id", "task", "condition"],
-    "trends": ["batch_id", "agent_runner", "agent_model", "condition"],
-    "suspect_markers": ["task", "agent_runner", "agent_model"],
+    "trends": ["batch_id", "suite", "agent_runner", "agent_model", "condition"],
+    "suspect_markers": ["task", "prompt_hash", "agent_runner", "agent_model"],
 }
 
 

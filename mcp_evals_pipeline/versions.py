@@ -5,5 +5,6 @@ know that a comparison crosses a version boundary."""
 # private download caches, requirement includes outside the workspace are refused, the server runs as nobody.
 # 2.0.0: exact JSON types (number-equals no longer reads a numeric string as a number; `equals`, `json-type`, a
 # `path` for contains), declared input property types, requested input_required field types, upstream query and
-# body expectations, calls as a second IdP user, and checks that name the requirements they test.
+# body expectations, calls as a second IdP user, checks that name the requirements they test, and
+# requiredSourcePatterns matched against the code without its comments.
 GRADER_VERSION = "2.0.0"

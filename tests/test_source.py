@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from mcp_evals_pipeline.grader.source import PY_SUFFIXES, compile_errors, detect_sdk_path, source_files
+from mcp_evals_pipeline.grader.source import (
+    PY_SUFFIXES,
+    compile_errors,
+    detect_sdk_path,
+    missing_source_patterns,
+    source_files,
+)
 
 from .conftest import write_tree
 
@@ -48,3 +54,18 @@ def test_compile_errors_name_file_and_line(tmp_path: Path) -> None:
     errors = compile_errors(tmp_path, source_files(tmp_path, PY_SUFFIXES))
     assert len(errors) == 1 and errors[0].startswith("bad.py:2:")
     assert not list(tmp_path.rglob("__pycache__")), "typecheck must not write into the workspace"
+
+
+@pytest.mark.parametrize(("name", "text", "met"), [
+    ("server.ts", 'server.use("mcp:tools/call", guard);\n', True),
+    ("server.ts", '// server.use("mcp:tools/call") would go here\nconst x = 1;\n', False),
+    ("server.ts", '/* server.use("mcp:tools/call") */ const x = 1;\n', False),
+    ("server.ts", 'const s = "// server.use(\\"mcp:tools/call\\")"; server.use("mcp:tools/call", g);\n', True),
+    ("server.py", "return InputRequiredResult(requests)\n", True),
+    ("server.py", "# InputRequiredResult would be the raw type\nreturn {}\n", False),
+])
+def test_a_comment_never_meets_a_source_requirement(tmp_path: Path, name: str, text: str, met: bool) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    patterns = [r'server\.use\(\s*"mcp:tools/call"' if name.endswith(".ts") else r"\bInputRequiredResult\b"]
+    assert (missing_source_patterns([path], patterns) == []) is met

@@ -43,7 +43,7 @@ COLUMNS: dict[str, list[str]] = {
     "trends": ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "grader_versions",
                "tasks", "passed", "valid_scored", "invalid", "pass_rate", "wilson_low", "wilson_high",
                "grader_boundary", "task_set_boundary", "task_set"],
-    "suspect_markers": ["task", "agent_runner", "agent_model", "batches", "valid_scored", "failed",
+    "suspect_markers": ["task", "prompt_hash", "agent_runner", "agent_model", "batches", "valid_scored", "failed",
                         "top_failing_check", "top_check_failures", "top_detail", "top_detail_failures", "top_share",
                         "suspect"],
 }
@@ -338,17 +338,18 @@ def test_trends(db: Path) -> None:
 
 
 def test_suspect_markers(db: Path) -> None:
+    # keyed by task and promptHash (None in this dataset): a reused id never pools two tasks
     assert _rows(db, "SELECT * FROM suspect_markers") == _approx([
         # R2's failed first attempt was retried: only the pass counts. 1 failure of 10.
-        ("t-alpha", "codex", "gpt-test", 3, 10, 1, "call:add:1", 1, None, 1, 1.0, False),
+        ("t-alpha", None, "codex", "gpt-test", 3, 10, 1, "call:add:1", 1, None, 1, 1.0, False),
         # entry 3 of 4 failures (B1 twice, B2), tools once: mostly one check, but too few failures
-        ("t-beta", "codex", "gpt-test", 3, 6, 4, "entry", 3, ENTRY_DETAIL, 3, 0.75, False),
+        ("t-beta", None, "codex", "gpt-test", 3, 6, 4, "entry", 3, ENTRY_DETAIL, 3, 0.75, False),
         # 10 most recent batches only (3-12, the passes of 1-2 drop out), all failing at `entry`, 9 of them with
         # the same detail
-        ("t-broken", "claude", "sonnet-test", 10, 10, 10, "entry", 10, ENTRY_DETAIL, 9, 1.0, True),
-        ("t-gamma", "codex", "gpt-test", 1, 3, 0, None, None, None, None, None, False),
+        ("t-broken", None, "claude", "sonnet-test", 10, 10, 10, "entry", 10, ENTRY_DETAIL, 9, 1.0, True),
+        ("t-gamma", None, "codex", "gpt-test", 1, 3, 0, None, None, None, None, None, False),
         # varied failures: call:a:1 4, tools 3, start 3 in the window (start in batches 1-2 would have won)
-        ("t-varied", "claude", "sonnet-test", 10, 10, 10, "call:a:1", 4, "call:a:1 failed", 4, 0.4, False),
+        ("t-varied", None, "claude", "sonnet-test", 10, 10, 10, "call:a:1", 4, "call:a:1 failed", 4, 0.4, False),
     ])
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -109,11 +111,59 @@ def compile_errors(workspace: Path, files: Iterable[Path]) -> list[str]:
     return errors
 
 
+def _python_without_comments(text: str) -> str:
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type != tokenize.COMMENT]
+        return tokenize.untokenize(tokens)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text  # does not tokenize: typecheck has failed it already; match what is there
+
+
+def _js_without_comments(text: str) -> str:
+    """`//` and `/* */` comments blanked outside string and template literals (regex literals are not told apart:
+    a `//` inside one would cut the rest of its line, which can only make a pattern harder to match)."""
+    out: list[str] = []
+    i, n, quote = 0, len(text), ""
+    while i < n:
+        ch = text[i]
+        if quote:
+            out.append(ch)
+            if ch == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+            i += 1
+        elif ch in "'\"`":
+            quote = ch
+            out.append(ch)
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            out.append(" ")
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+def code_text(path: Path, text: str) -> str:
+    """The source without its comments: a requirement on the code is not met by a comment that mentions it."""
+    if path.suffix in PY_SUFFIXES:
+        return _python_without_comments(text)
+    return _js_without_comments(text)
+
+
 def missing_source_patterns(files: Iterable[Path], patterns: list[str]) -> list[str]:
     texts = []
     for path in files:
         try:
-            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+            texts.append(code_text(path, path.read_text(encoding="utf-8", errors="replace")))
         except OSError:
             continue
     return [p for p in patterns if not any(re.search(p, text) for text in texts)]
