@@ -97,10 +97,13 @@ def _selection(task_ids: tuple[str, ...], suites: tuple[str, ...]) -> list[str]:
 @main.command("verify-tasks")
 @click.option("--task", "task_ids", multiple=True, help="Only this task (repeatable).")
 @click.option("--suite", "suites", multiple=True, help="Every task of this suite (tasks/suites.json; repeatable).")
+@click.option("--quick", is_flag=True,
+              help="Goldens, alternates and per runtime one negative per failure code (the CI guard).")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 @click.option("--workers", type=click.IntRange(1, 32), default=lambda: min(4, (os.cpu_count() or 2) + 1),
               show_default="cores + 1, at most 4", help="Solutions graded at once.")
-def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], as_json: bool, workers: int) -> None:
+def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: bool, as_json: bool,
+                     workers: int) -> None:
     """Goldens and alternates must pass; every negative must fail at its declared failureCode."""
     errors: list[TaskLoadError] = []
     task_ids = tuple(_selection(task_ids, suites))
@@ -115,6 +118,10 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], as_json
         tasks, errors = discover_tasks()
     for exc in errors:
         err.print(f"[red]task error:[/] {exc}")
+    if quick:
+        from mcp_evals_pipeline.verify import quick_selection
+
+        tasks = quick_selection(tasks)
     total = sum(len(t.solutions) for t in tasks)
     err.print(f"verify-tasks: {len(tasks)} task(s), {total} solution(s), {workers} at a time")
     done = 0

@@ -20,7 +20,7 @@ from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.defs.schedules import baseline_schedule
 from mcp_evals_pipeline.runs import rebuild_database
 from mcp_evals_pipeline.store import TrialStore
-from mcp_evals_pipeline.tasks.catalog import discover_tasks
+from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.trials import read_trial_records
 
 TASK = "py-v4-01-basic-tool-server"
@@ -106,14 +106,14 @@ def test_trials_models_scorecard_and_checks(store: EvalStore, tmp_path: Path,
     assert TrialStore(rebuilt).query(f"SELECT {columns} FROM trial_attempts ORDER BY slot, attempt") == original
 
 
-def test_baseline_schedule_requests_every_task_three_times_with_codex() -> None:
+def test_baseline_schedule_requests_the_nine_baseline_tasks_three_times_with_codex() -> None:
     context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 25, 14, tzinfo=dt.UTC),
                                         repository_def=defs.get_repository_def())
     requests = list(baseline_schedule.evaluate_tick(context).run_requests or [])
-    tasks, _ = discover_tasks()
-    assert len(requests) == 3 * len(tasks)
+    tasks = get_suite("mcp-use").baseline_tasks
+    assert len(tasks) == 9 and len(requests) == 27
     assert {str(r.partition_key) for r in requests} == {
-        f"{DATE}|{t.id}--noskill+blank--t{n}" for t in tasks for n in (1, 2, 3)}
+        f"{DATE}|{t}--noskill+blank--t{n}" for t in tasks for n in (1, 2, 3)}
     assert all(r.run_config["ops"]["trial"]["config"]["agent"] == "codex" for r in requests)
 
 

@@ -28,13 +28,22 @@ def _verify(*args: str, tasks_dir: Path | None = None) -> subprocess.CompletedPr
                           env=env, capture_output=True, text=True, check=False, timeout=600)
 
 
-def test_the_whole_suite_grades_as_declared() -> None:
-    done = _verify("--json")
+def test_every_legitimate_solution_passes_and_every_stage_still_catches_its_negative() -> None:
+    """verify-tasks --quick: every golden and alternate of every task passes, and per runtime one negative for each
+    failure code the suite declares fails exactly there. The whole suite (461 solutions) takes ~18 min on 2 cores,
+    mostly tsc parsing mcp-use's types (bench/grader_bench.py); `mcp-evals verify-tasks` grades all of it."""
+    done = _verify("--quick", "--json")
     report = json.loads(done.stdout)
     bad = [(r["task"], r["solution"], r["expected"], r["got"], r["why"]) for r in report["results"] if not r["ok"]]
     assert done.returncode == 0 and report["ok"], bad or report["taskErrors"]
-    kinds = {r["kind"] for r in report["results"]}
-    assert kinds == {"golden", "alternate", "negative"}
+    results = report["results"]
+    assert {r["kind"] for r in results} == {"golden", "alternate", "negative"}
+    assert {r["task"] for r in results if r["kind"] == "golden"} == {p.name for p in TASKS.iterdir()
+                                                                      if (p / "task.json").is_file()}
+    declared = {(r["task"], r["expected"]) for r in results if r["kind"] == "negative"}
+    assert {code for _, code in declared} >= {"contract.install", "contract.typecheck", "contract.start",
+                                              "contract.calls", "contract.input_required", "contract.upstream",
+                                              "contract.views", "contract.oauth", "contract.build"}
     assert re.search(r"\[\s*1/\d+\] ok", done.stderr), "progress is shown while it runs"
 
 
