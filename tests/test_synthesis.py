@@ -403,7 +403,7 @@ def test_real_legacy_history_flags_v2_10(tmp_path: Path, monkeypatch: pytest.Mon
     stats = stats_from_results_dir(legacy_runs, "2026-10-31", days=100)
     assert stats.headline.fraction() == "504/714 (71%)"
     assert stats.invalid == 61
-    v210 = next(s for s in stats.suspects if s.task == "py-v4-10-multi-view-incident-console")
+    v210 = next(s for s in stats.suspects if s.task == "v2-10-multi-view-incident-console")
     assert (v210.valid, v210.failures, v210.at_check, v210.check) == (71, 71, 70, "entry")
 
 
