@@ -123,7 +123,7 @@ def test_prompt_does_not_announce_the_tests(task_id: str) -> None:
     assert found is None, f"{task_id}/prompt.md announces what is tested: {found.group()!r}"
 
 
-def test_the_coverage_rules_catch_a_thin_contract(tmp_path) -> None:
+def test_the_coverage_rules_catch_a_thin_contract() -> None:
     """The rules above fail a contract that states typed inputs and an upstream but probes neither."""
     contract = TaskContract.model_validate({
         "title": "t", "entryCandidates": ["server.py"], "requirements": [{"id": "sum", "text": "adds"}],

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mcp_evals_pipeline.grader.ladder import BY_NAME
+
 if TYPE_CHECKING:
     import httpx2
     import mcp_types as types
@@ -93,8 +95,6 @@ FEATURES: dict[str, type[Feature]] = {}
 
 
 def register(feature: type[Feature]) -> type[Feature]:
-    from mcp_evals_pipeline.grader.ladder import BY_NAME
-
     stage = BY_NAME.get(feature.name)
     if stage is None or stage.feature != feature.name:
         raise ValueError(f"feature {feature.name!r} has no opt-in stage in grader/ladder.py")
