@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_evals_pipeline import build_cache
-from mcp_evals_pipeline.grader import source
+from mcp_evals_pipeline.grader import source, tsc_workers
 from mcp_evals_pipeline.grader.boxes import StepBox
 from mcp_evals_pipeline.grader.python_env import InstallError
 from mcp_evals_pipeline.grader.runtime_base import Installation, Runtime
@@ -264,11 +264,16 @@ def run_tsc(box: StepBox, toolchain: Toolchain, tsc: Path, project: Path, config
     env = npm_env(scratch / "home", [toolchain.bin_dir])
     cmd = [str(toolchain.node), str(tsc), "--noEmit", "--pretty", "false", "-p", str(config)]
     done = box.run(cmd, cwd=project, env=env, timeout_s=TYPECHECK_TIMEOUT_S)
-    if done.timed_out:
+    return tsc_problems(done.output, None if done.timed_out else done.returncode, ignore)
+
+
+def tsc_problems(output: str, returncode: int | None, ignore: set[str] | None = None) -> list[str]:
+    """What a tsc run (one-shot or a worker's) says is wrong; returncode None: it ran past the timeout."""
+    if returncode is None:
         return [f"tsc did not finish within {TYPECHECK_TIMEOUT_S}s"]
-    problems = parse_tsc_output(done.output, ignore)
-    if done.returncode != 0 and not problems and not ignore:
-        return [f"tsc exited {done.returncode}: {done.output.strip()[-800:]}"]
+    problems = parse_tsc_output(output, ignore)
+    if returncode != 0 and not problems and not ignore:
+        return [f"tsc exited {returncode}: {output.strip()[-800:]}"]
     return problems
 
 
@@ -332,29 +337,39 @@ class NodeRuntime(Runtime):
         rel = [f.relative_to(work.copy).as_posix() for f in files]
         if not isinstance(installation, NodeInstallation) or installation.toolchain is None:
             return self._typecheck_uninstalled(work, rel)
-        box = StepBox(work.scratch, net="none", ro_paths=[installation.toolchain.root], ro_binds=installation.ro_binds)
-        work.isolation["typecheck"] = box.description
-        try:
-            return self._typecheck_installed(work, installation, rel, box)
-        finally:
-            box.close()
-
-    def _typecheck_installed(self, work: Workdir, installation: NodeInstallation, rel: list[str],
-                             box: StepBox) -> list[str]:
-        assert installation.toolchain is not None
         toolchain, workdir = installation.toolchain, installation.workdir
         declared_tsc = Path("typescript") / "bin" / "tsc"
         own = installation.declares_typescript and (installation.node_modules / declared_tsc).is_file()
         tsc = workdir / "node_modules" / declared_tsc if own else toolchain.tsc
-        if (workdir / "tsconfig.json").is_file():
-            problems = run_tsc(box, toolchain, tsc, workdir, workdir / "tsconfig.json", work.scratch)
-            # A tsconfig whose include matches none of the files (a JS workspace): check them with the defaults.
-            if not any(p.startswith("TS18003") for p in problems):
-                return problems
-        config = workdir / DEFAULT_TSCONFIG
-        roots = [workdir / "node_modules" / "@types", toolchain.types_root]
-        config.write_text(json.dumps(default_tsconfig(rel, roots), indent=2))
-        return run_tsc(box, toolchain, tsc, workdir, config, work.scratch)
+        # A shared set can have a long-lived compiler (tsc_workers.py); a private install is checked one-shot.
+        key = (tsc_workers.WorkerKey(installation.node_modules, "own" if own else "toolchain", toolchain.root)
+               if installation.ro_binds else None)
+        box: StepBox | None = None
+
+        def run(config: Path) -> list[str]:
+            nonlocal box
+            if key is not None and (answer := tsc_workers.check(key, toolchain, workdir, config,
+                                                                TYPECHECK_TIMEOUT_S)):
+                work.isolation["typecheck"] = answer[1]
+                return tsc_problems(answer[0].output, answer[0].exit_code)
+            if box is None:
+                box = StepBox(work.scratch, net="none", ro_paths=[toolchain.root], ro_binds=installation.ro_binds)
+                work.isolation["typecheck"] = box.description
+            return run_tsc(box, toolchain, tsc, workdir, config, work.scratch)
+
+        try:
+            if (workdir / "tsconfig.json").is_file():
+                problems = run(workdir / "tsconfig.json")
+                # A tsconfig whose include matches none of the files (a JS workspace): check them with the defaults.
+                if not any(p.startswith("TS18003") for p in problems):
+                    return problems
+            config = workdir / DEFAULT_TSCONFIG
+            roots = [workdir / "node_modules" / "@types", toolchain.types_root]
+            config.write_text(json.dumps(default_tsconfig(rel, roots), indent=2))
+            return run(config)
+        finally:
+            if box is not None:
+                box.close()
 
     def _typecheck_uninstalled(self, work: Workdir, rel: list[str]) -> list[str]:
         """Source-imports tasks have no install: check with the pinned tsc, packages unresolved (their types are

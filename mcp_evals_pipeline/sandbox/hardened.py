@@ -559,6 +559,18 @@ class HardenedSandbox(Sandbox):
             duration_ms=int((time.monotonic() - started) * 1000),
         )
 
+    def spawn(self, command: str, log: Path) -> subprocess.Popen[bytes]:
+        """A long-lived process in the box (as the box user) speaking over stdin/stdout pipes; its stderr goes to
+        `log`. It dies with the box (close())."""
+        if self._closed or self._box is None or self._box.poll() is not None:
+            raise SandboxError("the hardened sandbox is closed or its box died")
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(self._enter(["/bin/bash", "-c", command]), cwd="/", env=self._env,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                    start_new_session=True, preexec_fn=functools.partial(_preexec, self._cgroup))
+        self._live.append(proc)
+        return proc
+
     def close(self) -> None:
         if self._closed:
             return
