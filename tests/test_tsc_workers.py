@@ -3,7 +3,10 @@ of one job reaches the next."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -11,12 +14,14 @@ import pytest
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.grader import tsc_workers
 from mcp_evals_pipeline.grader.runtimes import runtime_for
-from mcp_evals_pipeline.grader.scratch import workdir_for
+from mcp_evals_pipeline.grader.scratch import scratch_base, workdir_for
+from mcp_evals_pipeline.node_toolchain import ensure_toolchain
 
 from .conftest import TASKS, write_tree
 
 TOOL_TASK = TASKS / "v4-01-basic-tool-server"
 RUNTIME = runtime_for("node")
+NO_DEPENDENCIES = {"package.json": '{"name": "fixture", "private": true, "type": "module"}\n'}
 STRICT_TSCONFIG = ('{"compilerOptions": {"strict": true, "noEmit": true, "module": "ESNext", '
                    '"moduleResolution": "Bundler", "target": "ES2022", "skipLibCheck": true}, "include": ["src"]}\n')
 
@@ -78,3 +83,39 @@ def test_a_dead_worker_costs_speed_not_the_verdict(tmp_path: Path) -> None:
     assert worker not in tsc_workers.POOL._idle  # and the dead one is not kept
     problems, where = _typecheck(TOOL_TASK / "golden")
     assert problems == [] and "long-lived tsc" in where  # a new worker took over
+
+
+def _forged_build_info(tmp_path: Path) -> Path:
+    """A workspace with a type error and an `incremental` tsconfig whose .tsbuildinfo says it has none: made by
+    running tsc where the grader's copies live (same depth, so its relative paths hold there too) and deleting
+    the recorded diagnostics, as an agent that knows the layout could."""
+    files = {**NO_DEPENDENCIES, "src/a.ts": 'export const n: number = "one";\n',
+             "tsconfig.json": '{"compilerOptions": {"incremental": true, "strict": true, "types": []}, '
+                              '"include": ["src"]}\n'}
+    forge = scratch_base() / f"forge-{uuid.uuid4().hex}" / "workspace"
+    try:
+        write_tree(forge, files)
+        toolchain = ensure_toolchain()
+        done = subprocess.run([str(toolchain.node), str(toolchain.tsc), "--noEmit", "-p", "tsconfig.json"],
+                              cwd=forge, capture_output=True, text=True, check=False)
+        assert "TS2322" in done.stdout
+        info = json.loads((forge / "tsconfig.tsbuildinfo").read_text())
+        assert info.pop("semanticDiagnosticsPerFile")
+        write_tree(tmp_path / "forged", {**files, "tsconfig.tsbuildinfo": json.dumps(info)})
+        (forge / "tsconfig.tsbuildinfo").write_text(json.dumps(info))
+        again = subprocess.run([str(toolchain.node), str(toolchain.tsc), "--noEmit", "-p", "tsconfig.json"],
+                               cwd=forge, capture_output=True, text=True, check=False)
+        assert again.returncode == 0 and "TS2322" not in again.stdout  # the forgery fools a plain tsc
+    finally:
+        shutil.rmtree(forge.parent, ignore_errors=True)
+    return tmp_path / "forged"
+
+
+@pytest.mark.parametrize("workers", ["0", "4"])
+def test_a_forged_build_info_does_not_hide_a_type_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        workers: str) -> None:
+    forged = _forged_build_info(tmp_path)
+    monkeypatch.setenv(tsc_workers.WORKERS_ENV, workers)
+    problems, where = _typecheck(forged)
+    assert ("long-lived tsc" in where) == (workers != "0")
+    assert [p.split(" ")[:2] for p in problems] == [["src/a.ts:1:", "TS2322"]]

@@ -14,7 +14,8 @@ install costs nothing), and unpinned ranges are re-resolved daily. A manifest th
 the copy in the install box, every time.
 
 Toolchain. node, npm, tsc and tsx are pinned (mcp_evals_pipeline/node_toolchain.py) and installed on first use;
-the workspace's own TypeScript typechecks when it declares one.
+the workspace's own TypeScript typechecks when it declares one. Over a shared set the typecheck runs on a
+long-lived compiler (tsc_workers.py), the one-shot tsc being the fallback.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import re
 import shutil
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,12 +261,28 @@ def parse_tsc_output(output: str, ignore: set[str] | None = None) -> list[str]:
 
 
 def run_tsc(box: StepBox, toolchain: Toolchain, tsc: Path, project: Path, config: Path, scratch: Path,
-            ignore: set[str] | None = None) -> list[str]:
-    """tsc over `project` in a box without network (a tsconfig can name any file: only the box's are there)."""
+            ignore: set[str] | None = None, ts_version: str | None = None) -> list[str]:
+    """tsc over `project` in a box without network (a tsconfig can name any file: only the box's are there).
+
+    An `incremental` or `composite` tsconfig makes tsc trust the diagnostics a .tsbuildinfo records, and a
+    workspace can ship a forged one that records none (a broken file then passes): tsc is pointed at a build info
+    file of the grading's own that does not exist yet (TypeScript >= 5.6 allows that without `incremental`; the
+    workers never read one)."""
     env = npm_env(scratch / "home", [toolchain.bin_dir])
     cmd = [str(toolchain.node), str(tsc), "--noEmit", "--pretty", "false", "-p", str(config)]
+    if _at_least(ts_version or toolchain_typescript(toolchain), (5, 6)):
+        cmd += ["--tsBuildInfoFile", str(scratch / f"tsc-{uuid.uuid4().hex}.tsbuildinfo")]
     done = box.run(cmd, cwd=project, env=env, timeout_s=TYPECHECK_TIMEOUT_S)
     return tsc_problems(done.output, None if done.timed_out else done.returncode, ignore)
+
+
+def toolchain_typescript(toolchain: Toolchain) -> str | None:
+    return package_version(toolchain.node_modules, "typescript")
+
+
+def _at_least(version: str | None, wanted: tuple[int, int]) -> bool:
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return bool(match) and (int(match[1]), int(match[2])) >= wanted
 
 
 def tsc_problems(output: str, returncode: int | None, ignore: set[str] | None = None) -> list[str]:
@@ -355,7 +373,8 @@ class NodeRuntime(Runtime):
             if box is None:
                 box = StepBox(work.scratch, net="none", ro_paths=[toolchain.root], ro_binds=installation.ro_binds)
                 work.isolation["typecheck"] = box.description
-            return run_tsc(box, toolchain, tsc, workdir, config, work.scratch)
+            return run_tsc(box, toolchain, tsc, workdir, config, work.scratch,
+                           ts_version=package_version(installation.node_modules, "typescript") if own else None)
 
         try:
             if (workdir / "tsconfig.json").is_file():
