@@ -18,8 +18,10 @@ from mcp_evals_pipeline.contracts.grade import Check, TrialGrade
 from mcp_evals_pipeline.contracts.records import RunFile, RunManifest, TrialPerf, TrialRecord
 from mcp_evals_pipeline.legacy_import import IMPORTED_REPORT, import_runs
 from mcp_evals_pipeline.reporting.scorecard import MEMO_CHARS, ModelTablesMissing, memo_excerpt, render_report
+from mcp_evals_pipeline.runs import load_run_file
 from mcp_evals_pipeline.sql_models import materialize_models
 from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.versions import GRADER_VERSION
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "legacy_runs"
 FIXTURE_RUNS = sorted(p.name for p in FIXTURE.iterdir() if (p / "run.json").is_file())
@@ -344,3 +346,10 @@ def test_no_optional_sections_without_content(imported: tuple[TrialStore, Path, 
         report = render_report("v2-01-basic-tool-server--noskill+blank--codex--2026-08-03T22-44-20", con)
     for heading in ("## Static adoption", "## Skill deltas", "## Suspect markers", "## pass^k"):
         assert heading not in report
+
+
+def test_our_grader_version_is_never_one_the_imported_runs_carry(legacy_runs: Path) -> None:
+    """trends marks a grader boundary where the version string changes: ours equal to the earlier harness's would
+    pool their rows and ours as graded alike."""
+    theirs = {load_run_file(run).manifest.grader_version for run in legacy_runs.glob("*/run.json")}
+    assert theirs and GRADER_VERSION not in theirs
