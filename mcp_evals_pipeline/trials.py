@@ -22,13 +22,13 @@ from typing import Any
 from mcp_evals_pipeline import models
 from mcp_evals_pipeline.agents import get_runner
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, TranscriptWriter
-from mcp_evals_pipeline.conditions import Condition, prepare_workspace, remove_agent_env, write_agent_env
+from mcp_evals_pipeline.conditions import Condition, remove_agent_env, write_agent_env
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.grade import TrialGrade
 from mcp_evals_pipeline.contracts.records import TrialPerf, TrialRecord
-from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.grader.source import detect_sdk_path
 from mcp_evals_pipeline.ids import check_id
-from mcp_evals_pipeline.oauth_idp import agent_phase_env
+from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import open_sandbox, require_isolation
 from mcp_evals_pipeline.sdk_registry import latest_version
@@ -189,12 +189,6 @@ def _archive_previous(trial_dir: Path) -> int:
     return max([current, *done]) + 1
 
 
-def _infra_grade(code: str, error: str, workspace: Path, scored: bool, *, permanent: bool = False) -> TrialGrade:
-    return TrialGrade(contract_pass=False, checks=[], failure_code=code,
-                      sdk_path=detect_sdk_path(workspace) if workspace.is_dir() else "unknown",
-                      scored_for_pass_rate=scored, grader_version=GRADER_VERSION, error=error, permanent=permanent)
-
-
 # Preparation errors that are the request's, not the host's: a skill, scaffold or starter that is not there, a
 # malformed condition or task. Another attempt would meet them again.
 PERMANENT_PREPARATION_ERRORS = (FileNotFoundError, NotADirectoryError, ValueError)
@@ -216,6 +210,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     run_dir = (results_root or runs_dir()) / run_id
     trial_dir = run_dir / "trials" / spec.key
     _record_died_attempt(spec, task.prompt_hash, task.contract.scored_for_pass_rate, run_id, trial_dir)
+    kind = kind_of(task.kind)
     attempt = _archive_previous(trial_dir)
     trial_dir.mkdir(parents=True, exist_ok=True)
     reserve = _reserve_space(trial_dir)
@@ -231,21 +226,25 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     isolation: str | None = None
     env_written: list[str] = []
     scored = task.contract.scored_for_pass_rate
-    # What the agent phase needs live (an OAuth task's IdP, its env for the sandbox); closed before grading.
+
+    def infra(code: Infra, error: str, *, permanent: bool = False) -> TrialGrade:
+        return TrialGrade.infra(code, error, sdk_path=detect_sdk_path(workspace), scored=scored, permanent=permanent)
+
+    # What the agent phase needs live (the kind's: an OAuth task's IdP, its env for the sandbox); closed before
+    # marking.
     services = contextlib.ExitStack()
     try:
-        prompt = prepare_workspace(workspace, task, condition, spec.agent)
+        prompt = kind.prepare(workspace, task, condition, spec.agent)
         env_written = write_agent_env(workspace, task.contract.agent_env_keys, dict(os.environ))
         if env_written:
             prompt += (f"\n\nThe values of {', '.join(env_written)} are in `.env` and `.mcp-evals-env.sh` in your "
                        "workspace: `source .mcp-evals-env.sh` before commands that need them.\n")
-        agent_env = services.enter_context(agent_phase_env(task.contract))
+        agent_env = services.enter_context(kind.agent_services(task, trial_dir))
         sandbox = open_sandbox(workspace, backend=spec.sandbox, extra_env=agent_env or None)
     except Exception as exc:
         services.close()
         error = f"sandbox preparation failed: {type(exc).__name__}: {exc}"
-        grade = _infra_grade("infra.sandbox", error, workspace, scored,
-                             permanent=isinstance(exc, PERMANENT_PREPARATION_ERRORS))
+        grade = infra(Infra.SANDBOX, error, permanent=isinstance(exc, PERMANENT_PREPARATION_ERRORS))
     else:
         sandbox_name, isolation = sandbox.backend, sandbox.isolation
         transcript = TranscriptWriter(transcript_path)
@@ -270,16 +269,15 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
             # The host's disk, not the SDK under test: whoever filled it, grading a half-written workspace says
             # nothing. Checked first: a full disk also explains an agent that crashed writing its transcript.
             error = full + (f"; {error}" if error else "")
-            grade = _infra_grade("infra.sandbox", error, workspace, scored)
+            grade = infra(Infra.SANDBOX, error)
         elif result is None:
-            grade = _infra_grade("infra.agent", error or "agent runner crashed", workspace, scored)
+            grade = infra(Infra.AGENT, error or "agent runner crashed")
         elif result.infra_reason:
             error = result.error
-            grade = _infra_grade(result.infra_reason, result.error or result.infra_reason, workspace, scored,
-                                 permanent=result.permanent)
+            grade = infra(result.infra_reason, result.error or result.infra_reason, permanent=result.permanent)
         else:
             error = result.error
-            grade = grade_workspace_sync(task.contract, workspace)
+            grade = kind.mark(task, workspace, trial_dir)
             if not grade.valid:
                 error = grade.error
 
@@ -342,8 +340,9 @@ def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id
         suite=suite_of(spec.task_id, prompt_hash),
         agent_runner=spec.agent, agent_model=spec.model, reasoning_effort=spec.reasoning_effort,
         grader_version=GRADER_VERSION, batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id,
-        attempt=(done[-1] + 1) if done else 1, valid=False, invalid_reason="infra.agent", error=error, retryable=True,
-        grade=_infra_grade("infra.agent", error, trial_dir / "workspace", scored), perf=TrialPerf(),
+        attempt=(done[-1] + 1) if done else 1, valid=False, invalid_reason=Infra.AGENT, error=error, retryable=True,
+        grade=TrialGrade.infra(Infra.AGENT, error, sdk_path=detect_sdk_path(trial_dir / "workspace"), scored=scored),
+        perf=TrialPerf(),
         transcript_path=f"trials/{spec.key}/transcript.jsonl" if transcript.exists() else None,
         memo_path=f"trials/{spec.key}/memo.md",
         timestamp=dt.datetime.fromtimestamp(died_at, dt.UTC).isoformat(timespec="milliseconds").replace(

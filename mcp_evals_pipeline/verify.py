@@ -7,23 +7,21 @@ agent spend: a red trial means something only when the task's own solutions grad
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 
+from mcp_evals_pipeline.contracts.failures import ContractCode
 from mcp_evals_pipeline.contracts.grade import STAGES, TrialGrade
-from mcp_evals_pipeline.grader import grade_workspace
+from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import cache_dir
-from mcp_evals_pipeline.tasks.catalog import NEGATIVE_DECLARATION, Solution, Task
+from mcp_evals_pipeline.tasks.catalog import Solution, Task
 
 # What a negative may declare: the code of a stage of the ladder. An `infra.*` code says the grader could not judge,
 # which a known-bad solution must never be counted on; any other code (a typo) is one the grader never gives.
-CONTRACT_CODES = frozenset(f"contract.{stage}" for stage in STAGES)
+CONTRACT_CODES: frozenset[str] = frozenset(ContractCode)
 
 
 def declaration_error(solution: Solution) -> str | None:
@@ -100,13 +98,6 @@ class VerifyResult:
         }
 
 
-def fresh_workspace(solution: Path, parent: Path) -> Path:
-    """A copy of a solution as an agent would leave it (without the negative's declaration)."""
-    workspace = Path(tempfile.mkdtemp(prefix="ws-", dir=parent))
-    shutil.copytree(solution, workspace, dirs_exist_ok=True, ignore=shutil.ignore_patterns(NEGATIVE_DECLARATION))
-    return workspace
-
-
 def quick_selection(tasks: list[Task]) -> list[Task]:
     """Every golden and alternate, and per runtime one negative for each failure code the suite declares (the
     first in task order): that the grader still passes legitimate work and still fails each stage, in a fraction of
@@ -137,11 +128,7 @@ async def verify_tasks(
     async def one(index: int, task: Task, solution: Solution) -> None:
         async with limiter:
             started = time.perf_counter()
-            workspace = fresh_workspace(solution.path, parent)
-            try:
-                grade = await grade_workspace(task.contract, workspace)
-            finally:
-                shutil.rmtree(workspace, ignore_errors=True)
+            grade = await kind_of(task.kind).verify(task, solution, parent)
             result = VerifyResult(task.id, solution, grade, time.perf_counter() - started)
             results[index] = result
             if on_result is not None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_evals_pipeline.grader.ladder import STAGES
+from mcp_evals_pipeline.contracts.ladder import STAGES
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -28,7 +28,7 @@ import pytest
 
 from mcp_evals_pipeline import store as store_module
 from mcp_evals_pipeline.contracts.records import TrialRecord
-from mcp_evals_pipeline.defs.assets.trials import TrialConfig, retry_verdict, trial
+from mcp_evals_pipeline.defs.assets.trials import TrialConfig, trial
 from mcp_evals_pipeline.defs.partitions import multi_key
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.runs import rebuild_database
@@ -124,7 +124,7 @@ def test_model_server_500s_end_in_infra_model_api_after_bounded_retries(env: tup
     assert "after 3 attempts" in (record.error or "") and "HTTP 500" in (record.error or "")
     (row,) = assert_nothing_lost(db, runs, tmp_path)
     assert (row["valid"], row["invalid_reason"], row["failure_code"]) == (False, "infra.model_api", "infra.model_api")
-    assert record.retryable is True and retry_verdict(record)[0]
+    assert record.retryable is True and record.retry_verdict()[0]
 
 
 def test_failures_that_would_recur_are_recorded_as_not_retryable(env: tuple[TrialStore, Path],
@@ -137,11 +137,11 @@ def test_failures_that_would_recur_are_recorded_as_not_retryable(env: tuple[Tria
                             store=db, results_root=runs)
     assert len(server.requests) == 1  # the agent did not retry it either
     assert (refused.invalid_reason, refused.retryable) == ("infra.model_api", False)
-    assert retry_verdict(refused) == (False, f"infra.model_api would recur: {refused.error}")
+    assert refused.retry_verdict() == (False, f"infra.model_api would recur: {refused.error}")
     missing = run_trial(spec(trial=2, options={"session": str(tmp_path / "no-such-session.jsonl")}), store=db,
                         results_root=runs)
     assert (missing.invalid_reason, missing.retryable) == ("infra.agent", False)
-    assert not retry_verdict(missing)[0]
+    assert not missing.retry_verdict()[0]
     on_disk = json.loads((runs / missing.run_id / "trials" / missing.trial_name / "trial.json").read_text())
     assert on_disk["retryable"] is False
 
@@ -187,7 +187,7 @@ def test_a_server_that_never_answers_a_call_is_a_valid_contract_failure(env: tup
     assert first is not None and first.id == "call:add:1" and "timed out" in first.detail
     (row,) = assert_nothing_lost(db, runs, tmp_path)
     assert (row["valid"], row["invalid_reason"], row["failure_code"]) == (True, None, "contract.calls")
-    assert not retry_verdict(record)[0]
+    assert not record.retry_verdict()[0]
 
 
 KILLED_CHILD = """
@@ -241,7 +241,7 @@ def test_a_trial_process_killed_mid_run_is_recorded_infra_agent_and_its_retry_la
     # A killed process is the host's fault, not the trial's: the died attempt asks for a retry like any infra fault.
     died_record = TrialRecord.model_validate_json((died / "trial.json").read_text())
     assert died_record.retryable is True
-    assert retry_verdict(died_record) == (True, "infra.agent is retryable")
+    assert died_record.retry_verdict() == (True, "infra.agent is retryable")
 
 
 # Each holder takes its lock, says so, and keeps it until the file `release` exists: the test decides when the

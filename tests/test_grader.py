@@ -87,15 +87,15 @@ def test_every_stage_has_a_negative() -> None:
 
 
 def test_the_ladder_is_one_registry() -> None:
-    """Every stage is registered once (grader/ladder.py); the opt-in ones are the registered features, the docs'
+    """Every stage is registered once (contracts/ladder.py); the opt-in ones are the registered features, the docs'
     table is the registry's, and the plan runs the stages in its order."""
+    from mcp_evals_pipeline.contracts.ladder import LADDER, markdown_table
     from mcp_evals_pipeline.grader.features import FEATURES
-    from mcp_evals_pipeline.grader.ladder import LADDER, markdown_table
 
     assert tuple(s.name for s in LADDER) == STAGES
     assert set(FEATURES) == {s.name for s in LADDER if s.feature}
     docs = (REPO / "docs" / "task-authoring.md").read_text()
-    assert markdown_table() in docs, "docs/task-authoring.md's ladder table differs from grader/ladder.py"
+    assert markdown_table() in docs, "docs/task-authoring.md's ladder table differs from contracts/ladder.py"
 
 
 def test_source_imports_task_is_graded_on_typecheck_and_imports_only(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.contracts.transcript import EventType, TranscriptEvent
 from mcp_evals_pipeline.sandbox.base import Sandbox
@@ -64,7 +65,7 @@ class AgentResult:
     # "infra.model_api" (the model endpoint failed after bounded retries), "infra.sandbox" (the sandbox broke
     # under the agent). The trial is then invalid. The zero-token rule is the runner's to apply: a replayed
     # session has no model and reports unknown (None) tokens, which is not "no model turn".
-    infra_reason: str | None = None
+    infra_reason: Infra | None = None
     error: str | None = None
     # The agent ran out of its own turn or time budget: a valid trial, graded as it stands.
     budget_exhausted: bool = False

@@ -46,6 +46,7 @@ from typing import Any
 import psutil
 
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner, MissingCredentials, TranscriptWriter
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
 from mcp_evals_pipeline.sandbox.base import CommandResult, SandboxError
@@ -377,7 +378,7 @@ class ClaudeAgent(AgentRunner):
         if key is None:
             error = f"{' or '.join(KEY_ENVS)} is not set"
             transcript.emit("error", text=error)
-            return AgentResult(perf=perf(), infra_reason="infra.agent", error=error, model=model, permanent=True)
+            return AgentResult(perf=perf(), infra_reason=Infra.AGENT, error=error, model=model, permanent=True)
 
         transcript.emit("user", text=request.prompt)
         try:
@@ -386,7 +387,7 @@ class ClaudeAgent(AgentRunner):
         except Exception as exc:  # CliInstallError and anything under it: the host's problem
             error = f"cannot install the Claude Code CLI ({_cli_version()}): {type(exc).__name__}: {exc}"
             transcript.emit("error", text=error)
-            return AgentResult(perf=perf(), infra_reason="infra.agent", error=error, model=model)
+            return AgentResult(perf=perf(), infra_reason=Infra.AGENT, error=error, model=model)
 
         # Beside the codex runner's: the sandbox's private directory for the CLI runners (not the workspace).
         from mcp_evals_pipeline.agents.cli_tools import keyed_endpoint, private_run_dir
@@ -405,7 +406,7 @@ class ClaudeAgent(AgentRunner):
         except SandboxError as exc:
             error = f"sandbox failed: {exc}"
             transcript.emit("error", text=error)
-            return AgentResult(perf=perf(), infra_reason="infra.sandbox", error=error, model=model)
+            return AgentResult(perf=perf(), infra_reason=Infra.SANDBOX, error=error, model=model)
 
     def _run_cli(self, request: AgentRequest, state: StreamState, private: Path, bin_dir: Path, path: str,
                  key: tuple[str, str], base_url: str | None, model: str,
@@ -444,7 +445,7 @@ class ClaudeAgent(AgentRunner):
             except BaseException as exc:  # re-raised in the caller's thread
                 outcome["exc"] = exc
 
-        infra_reason: str | None = None
+        infra_reason: Infra | None = None
         error: str | None = None
         budget_exhausted = False
         tail = _Tail(stream)
@@ -470,9 +471,9 @@ class ClaudeAgent(AgentRunner):
             done: CommandResult = outcome["result"]
             infra_reason, error, budget_exhausted = self._classify(request, state, done, stderr)
         except SandboxError as exc:
-            infra_reason, error = "infra.sandbox", f"sandbox failed: {exc}"
+            infra_reason, error = Infra.SANDBOX, f"sandbox failed: {exc}"
         except Exception as exc:  # a bug of ours: the harness's failure, with the perf so far
-            infra_reason, error = "infra.agent", f"claude agent crashed: {type(exc).__name__}: {exc}"
+            infra_reason, error = Infra.AGENT, f"claude agent crashed: {type(exc).__name__}: {exc}"
         finally:
             worker.join(5)
             leftover = _kill_marked(marker)
@@ -482,7 +483,7 @@ class ClaudeAgent(AgentRunner):
         tokens_in, tokens_out, cost = self._totals(state, model)
         if infra_reason is None and (state.turns == 0 or (tokens_in == 0 and tokens_out == 0)):
             # DESIGN "Validity": a run with no model tokens made no model turn; neither a pass nor a fail.
-            infra_reason = "infra.agent"
+            infra_reason = Infra.AGENT
             error = "the agent run used zero model tokens: no model turn happened" + (f" ({error})" if error else "")
         if error:
             transcript.emit("error", text=error)
@@ -497,12 +498,12 @@ class ClaudeAgent(AgentRunner):
 
     @staticmethod
     def _classify(request: AgentRequest, state: StreamState, done: CommandResult,
-                  stderr: Path) -> tuple[str | None, str | None, bool]:
+                  stderr: Path) -> tuple[Infra | None, str | None, bool]:
         """(infra_reason, error, budget_exhausted) of a finished or killed CLI run."""
         result = state.result
         if done.timed_out and result is None:
             if state.pending_api_error is not None:
-                return ("infra.model_api", f"model API still failing when the time budget of "
+                return (Infra.MODEL_API, f"model API still failing when the time budget of "
                                            f"{request.time_budget_s:g}s ran out: {state.pending_api_error} "
                                            f"({state.api_errors} API errors); the CLI was killed", False)
             request.transcript.emit("info", text=f"time budget of {request.time_budget_s:g}s exhausted; "
@@ -511,15 +512,15 @@ class ClaudeAgent(AgentRunner):
         if result is None:
             stderr_tail = _tail_text(stderr)
             if state.pending_api_error is not None or state.api_error_message:
-                return ("infra.model_api", f"model API failed: {state.api_error_message or state.pending_api_error}"
+                return (Infra.MODEL_API, f"model API failed: {state.api_error_message or state.pending_api_error}"
                                            f" (the CLI exited with code {done.exit_code} without a result)", False)
-            return ("infra.agent", f"the Claude Code CLI exited with code {done.exit_code} without a result event"
+            return (Infra.AGENT, f"the Claude Code CLI exited with code {done.exit_code} without a result event"
                                    f"{': ' + stderr_tail if stderr_tail else ''}", False)
         text = str(result.get("result") or "")[:2000]
         if (result.get("terminal_reason") == "api_error" or result.get("api_error_status") is not None
                 or (result.get("is_error") and state.api_error_message)):
             status = result.get("api_error_status")
-            return ("infra.model_api", f"model API failed{f' (HTTP {status})' if status else ''}: "
+            return (Infra.MODEL_API, f"model API failed{f' (HTTP {status})' if status else ''}: "
                                        f"{text or state.api_error_message}", False)
         subtype = str(result.get("subtype") or "")
         if subtype == "error_max_turns":

@@ -48,6 +48,7 @@ from mcp_evals_pipeline.agents.cli_tools import (
     keyed_endpoint,
     private_run_dir,
 )
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
 from mcp_evals_pipeline.sandbox.base import SandboxError
@@ -279,7 +280,7 @@ class CodexAgent(AgentRunner):
         effort = request.reasoning_effort or AGENT_PINS["codex"].reasoning_effort
         package, version = CLI_PINS["codex"]
 
-        def infra(reason: str, error: str, started: float, permanent: bool = False) -> AgentResult:
+        def infra(reason: Infra, error: str, started: float, permanent: bool = False) -> AgentResult:
             transcript.emit("error", text=error)
             return AgentResult(perf=TrialPerf(duration_ms=int((time.monotonic() - started) * 1000), turns=0,
                                               tool_calls=0),
@@ -287,12 +288,12 @@ class CodexAgent(AgentRunner):
 
         key = self._key(request.options)
         if not key:
-            return infra("infra.agent", f"{' or '.join(KEY_ENVS)} is not set", time.monotonic(), permanent=True)
+            return infra(Infra.AGENT, f"{' or '.join(KEY_ENVS)} is not set", time.monotonic(), permanent=True)
         install_started = time.monotonic()
         try:
             bin_dir = ensure_cli(package, version)
         except CliInstallError as exc:
-            return infra("infra.agent", f"codex CLI unavailable: {exc}", install_started)
+            return infra(Infra.AGENT, f"codex CLI unavailable: {exc}", install_started)
 
         started = time.monotonic()
         try:
@@ -302,7 +303,7 @@ class CodexAgent(AgentRunner):
                 with private_run_dir(request.sandbox, "codex-") as private:
                     return self._run(request, private, bin_dir, model, effort, upstream, pass_key)
         except SandboxError as exc:
-            return infra("infra.sandbox", f"sandbox failed: {exc}", started)
+            return infra(Infra.SANDBOX, f"sandbox failed: {exc}", started)
 
     def _run(self, request: AgentRequest, private: Path, bin_dir: Path, model: str, effort: str | None,
              upstream: str, pass_key: str) -> AgentResult:
@@ -366,11 +367,11 @@ class CodexAgent(AgentRunner):
         perf.cost_usd = cost_usd(served, tokens_in, tokens_out) or cost_usd(model, tokens_in, tokens_out)
         no_model_turn = not turns and not tokens_in and not tokens_out
 
-        infra_reason: str | None = None
+        infra_reason: Infra | None = None
         error: str | None = None
         budget_exhausted = False
         if sandbox_error:
-            infra_reason, error = "infra.sandbox", sandbox_error
+            infra_reason, error = Infra.SANDBOX, sandbox_error
         elif result is not None and result.timed_out:
             budget_exhausted = True
             transcript.emit("info", text=f"time budget of {request.time_budget_s:g}s exhausted: codex killed")
@@ -379,21 +380,21 @@ class CodexAgent(AgentRunner):
                 budget_exhausted = True
                 transcript.emit("info", text=f"context window exhausted: {translator.turn_failed}")
             else:
-                infra_reason = "infra.model_api"
+                infra_reason = Infra.MODEL_API
                 error = f"model API failed (after the codex CLI's retries): {translator.turn_failed}"
         elif result is not None and result.exit_code != 0:
             # The CLI's stderr, or the sandbox command's own output when it never got as far as the CLI (e.g. a
             # sandbox in which the private directory is not visible).
             detail = stderr.strip()[-2000:] or result.output.strip()[-2000:]
-            infra_reason = "infra.agent"
+            infra_reason = Infra.AGENT
             error = f"codex exited with {result.exit_code}{' before any model turn' if no_model_turn else ''}: {detail}"
         if infra_reason is None and no_model_turn:
             # DESIGN "Validity": no model tokens, no model turn; neither a pass nor a fail.
             if translator.errors:  # the CLI kept retrying the endpoint until it was killed
-                infra_reason = "infra.model_api"
+                infra_reason = Infra.MODEL_API
                 error = f"model API never answered: {translator.errors[-1]}"
             else:
-                infra_reason = "infra.agent"
+                infra_reason = Infra.AGENT
                 error = f"the agent run used zero model tokens: no model turn happened. {stderr.strip()[-1000:]}"
         if error:
             transcript.emit("error", text=error)

@@ -32,6 +32,7 @@ from mcp_evals_pipeline.agents.base import (
     TranscriptWriter,
 )
 from mcp_evals_pipeline.agents.tools import TOOL_SCHEMAS, ToolExecutor
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
 from mcp_evals_pipeline.sandbox.base import SandboxError
@@ -125,7 +126,7 @@ class OpenAIAgent(AgentRunner):
         usage_known = True  # an endpoint may omit usage: then token counts (and cost) are unknown, not zero
         served_model: str | None = None
         budget_exhausted = False
-        infra_reason: str | None = None
+        infra_reason: Infra | None = None
         permanent = False
         error: str | None = None
 
@@ -133,7 +134,7 @@ class OpenAIAgent(AgentRunner):
         if not key:
             error = f"{KEY_ENV} is not set"
             transcript.emit("error", text=error)
-            return AgentResult(perf=TrialPerf(duration_ms=0, turns=0, tool_calls=0), infra_reason="infra.agent",
+            return AgentResult(perf=TrialPerf(duration_ms=0, turns=0, tool_calls=0), infra_reason=Infra.AGENT,
                                error=error, model=model, permanent=True)
 
         transcript.emit("system", text=SYSTEM_PROMPT, extra={"tools": TOOL_SCHEMAS})
@@ -208,17 +209,17 @@ class OpenAIAgent(AgentRunner):
                         result = executor.execute(f"custom:{tc.custom.name}", None, call_id=tc.id)
                     messages.append({"role": "tool", "tool_call_id": tc.id, "content": result})
         except ModelAPIFailure as exc:
-            infra_reason, error, permanent = "infra.model_api", str(exc), exc.permanent
+            infra_reason, error, permanent = Infra.MODEL_API, str(exc), exc.permanent
         except SandboxError as exc:
-            infra_reason, error = "infra.sandbox", f"sandbox failed: {exc}"
+            infra_reason, error = Infra.SANDBOX, f"sandbox failed: {exc}"
         except Exception as exc:  # a bug of ours: recorded as the harness's failure, with the perf so far
-            infra_reason, error = "infra.agent", f"openai agent crashed: {type(exc).__name__}: {exc}"
+            infra_reason, error = Infra.AGENT, f"openai agent crashed: {type(exc).__name__}: {exc}"
         finally:
             client.close()
 
         if infra_reason is None and (turns == 0 or (usage_known and tokens_in == 0 and tokens_out == 0)):
             # DESIGN "Validity": a run with no model tokens made no model turn; neither a pass nor a fail.
-            infra_reason = "infra.agent"
+            infra_reason = Infra.AGENT
             error = "the agent run used zero model tokens: no model turn happened"
         if error:
             transcript.emit("error", text=error)

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner
 from mcp_evals_pipeline.agents.tools import TOOL_NAMES, ToolExecutor
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.paths import tasks_dir
 from mcp_evals_pipeline.sandbox.base import SandboxError
@@ -132,7 +133,7 @@ class ReplayAgent(AgentRunner):
         tokens_in: int | None = None
         tokens_out: int | None = None
         budget_exhausted = False
-        infra_reason: str | None = None
+        infra_reason: Infra | None = None
         error: str | None = None
 
         def perf() -> TrialPerf:
@@ -144,7 +145,7 @@ class ReplayAgent(AgentRunner):
             actions = load_session(path)
         except SessionError as exc:
             transcript.emit("error", text=str(exc))
-            return AgentResult(perf=perf(), infra_reason="infra.agent", error=str(exc), permanent=True)
+            return AgentResult(perf=perf(), infra_reason=Infra.AGENT, error=str(exc), permanent=True)
 
         transcript.emit("info", text=f"replaying recorded session {path.name}",
                         extra={"session": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:12],
@@ -172,9 +173,9 @@ class ReplayAgent(AgentRunner):
                     tokens_out = (tokens_out or 0) + (action.tokens_out or 0)
                     transcript.emit("usage", tokens_in=action.tokens_in, tokens_out=action.tokens_out)
         except SandboxError as exc:
-            infra_reason, error = "infra.sandbox", f"sandbox failed: {exc}"
+            infra_reason, error = Infra.SANDBOX, f"sandbox failed: {exc}"
         except Exception as exc:  # a bug of ours, not the session's: keep the perf gathered so far
-            infra_reason, error = "infra.agent", f"replay crashed: {type(exc).__name__}: {exc}"
+            infra_reason, error = Infra.AGENT, f"replay crashed: {type(exc).__name__}: {exc}"
         if error:
             transcript.emit("error", text=error)
         return AgentResult(perf=perf(), infra_reason=infra_reason, error=error,

@@ -7,12 +7,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from mcp_evals_pipeline.grader.ladder import STAGES, stage_of_check_id
+from mcp_evals_pipeline.contracts.failures import Infra, is_infra
+from mcp_evals_pipeline.contracts.ladder import STAGES, stage_of_check_id
 from mcp_evals_pipeline.redaction import redact, secret_values
+from mcp_evals_pipeline.versions import GRADER_VERSION
 
 SdkPath = Literal["mcp-use", "official-sdk", "fastmcp", "hand-rolled", "unknown"]
 
-# The ladder (grader/ladder.py): a check belongs to exactly one stage; failureCode is "contract.<stage>" of the first
+# The ladder (contracts/ladder.py): a check belongs to exactly one stage; failureCode is "contract.<stage>" of the first
 # failing check.
 __all__ = ["STAGES", "Check", "RecordModel", "SdkPath", "TrialGrade", "stage_of_check_id"]
 
@@ -71,10 +73,17 @@ class TrialGrade(RecordModel):
             self.error = redact(self.error, secrets)
         return self
 
+    @classmethod
+    def infra(cls, code: Infra, error: str, *, sdk_path: SdkPath = "unknown", scored: bool = True,
+              permanent: bool = False) -> TrialGrade:
+        """The grade of a trial nothing could be judged on (the one constructor of an infra grade)."""
+        return cls(contract_pass=False, checks=[], failure_code=code, sdk_path=sdk_path, scored_for_pass_rate=scored,
+                   grader_version=GRADER_VERSION, error=error, permanent=permanent)
+
     @property
     def valid(self) -> bool:
         """An infra failure says nothing about the SDK: it leaves every denominator."""
-        return not (self.failure_code or "").startswith("infra.")
+        return not is_infra(self.failure_code)
 
     @property
     def first_failure(self) -> Check | None:

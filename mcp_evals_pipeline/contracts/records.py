@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import AliasChoices, Field, field_validator
 
+from mcp_evals_pipeline.contracts.failures import RETRYABLE
 from mcp_evals_pipeline.contracts.grade import RecordModel, TrialGrade
 from mcp_evals_pipeline.redaction import redact
 
@@ -56,6 +57,19 @@ class TrialRecord(RecordModel):
     memo_path: str | None = None
     transcript_path: str | None = None
     timestamp: str
+
+    def retry_verdict(self) -> tuple[bool, str]:
+        """(retry?, why): only an invalid attempt whose reason a retry can fix (failures.RETRYABLE), and which the
+        trial itself did not mark as one that would fail the same way again (`retryable` false)."""
+        if self.valid:
+            return False, "valid"
+        reason = self.invalid_reason or ""
+        if reason not in RETRYABLE:
+            return False, f"{reason or 'invalid'} is not a retryable reason"
+        if self.retryable is False:
+            first_line = (self.error or self.grade.error or "").strip().splitlines()[:1]
+            return False, f"{reason} would recur: {first_line[0] if first_line else 'permanent'}"
+        return True, f"{reason} is retryable"
 
     @field_validator("error")
     @classmethod

@@ -112,6 +112,8 @@ class DeterministicReadiness(ContractModel):
 
 
 class TaskContract(ContractModel):
+    # The task kind (mcp_evals_pipeline/kinds): a build task's agent builds a server, graded by the ladder.
+    kind: Literal["build"] = "build"
     id: str | None = None
     title: str
     # What the prompt requires, each with an id the checks name (empty only for the earlier harness's contracts).

@@ -1,6 +1,6 @@
 """The functional grader: the one scored layer.
 
-Its entry points load lazily, so light modules of the package (grader/ladder.py) import without the grader."""
+Its entry points load lazily: importing a light module of the package does not import the whole grader."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The seam for ladder stages a task opts into (views, input_required, oauth, upstream).
 
-A Feature is instantiated per grading and implements one opt-in stage of the ladder (grader/ladder.py says where
+A Feature is instantiated per grading and implements one opt-in stage of the ladder (contracts/ladder.py says where
 it runs). It may start services before the server starts (an upstream fake, an identity provider) and hand the
 server environment variables; it may set what the MCP client sends (headers, an httpx2 Auth) before the handshake;
 and it contributes the checks of its stage: Steps (id, stage, coroutine, requirement ids); raise StepFailed(detail)
@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcp_evals_pipeline.grader.ladder import BY_NAME
+from mcp_evals_pipeline.contracts.failures import Infra
+from mcp_evals_pipeline.contracts.ladder import BY_NAME
 
 if TYPE_CHECKING:
     import httpx2
@@ -68,7 +69,9 @@ class GradingContext(Protocol):
 
 
 class Feature(ABC):
-    name: str  # its stage in grader/ladder.py, and the feature TaskContract.declared_features() names
+    name: str  # its stage in contracts/ladder.py, and the feature TaskContract.declared_features() names
+    # The trial's invalid reason when what before_start starts (a service of the harness) does not come up.
+    infra: Infra = Infra.GRADER
 
     def __init__(self, grading: GradingContext):
         self.grading = grading
@@ -97,6 +100,6 @@ FEATURES: dict[str, type[Feature]] = {}
 def register(feature: type[Feature]) -> type[Feature]:
     stage = BY_NAME.get(feature.name)
     if stage is None or stage.feature != feature.name:
-        raise ValueError(f"feature {feature.name!r} has no opt-in stage in grader/ladder.py")
+        raise ValueError(f"feature {feature.name!r} has no opt-in stage in contracts/ladder.py")
     FEATURES[feature.name] = feature
     return feature

@@ -36,7 +36,9 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
 from mcp_evals_pipeline import procs
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.grade import Check, TrialGrade
+from mcp_evals_pipeline.contracts.ladder import BY_NAME, LADDER
 from mcp_evals_pipeline.contracts.task import ResourceRead, TaskContract, ToolCall
 from mcp_evals_pipeline.contracts.task_base import Expectation
 from mcp_evals_pipeline.grader import stages  # noqa: F401 - importing registers the opt-in stages
@@ -51,7 +53,6 @@ from mcp_evals_pipeline.grader.expectations import (
     tool_result_text,
 )
 from mcp_evals_pipeline.grader.features import FEATURES, Feature, Step, StepFailed
-from mcp_evals_pipeline.grader.ladder import LADDER
 from mcp_evals_pipeline.grader.runtimes import RUNTIMES, Installation, InstallError, Runtime, runtime_for
 from mcp_evals_pipeline.grader.scratch import Scratch, Workdir, copy_workspace
 from mcp_evals_pipeline.grader.source import detect_sdk_path, missing_source_patterns
@@ -81,7 +82,7 @@ logging.getLogger("mcp.client.streamable_http").addFilter(_drop_termination_nois
 
 
 class InfraFailure(Exception):
-    def __init__(self, code: str, detail: str):
+    def __init__(self, code: Infra, detail: str):
         super().__init__(detail)
         self.code = code
         self.detail = detail
@@ -169,7 +170,7 @@ class Grading:
     # ---- the plan -------------------------------------------------------------------------------------------
 
     def plan(self) -> list[Step]:
-        """Every check, stage by stage in the ladder's order (grader/ladder.py)."""
+        """Every check, stage by stage in the ladder's order (contracts/ladder.py)."""
         if self.contract.deterministic_readiness is not None:
             # Open-ended tasks: typecheck + required imports only, reported apart from the headline.
             return [Step("typecheck", "typecheck", self._typecheck), Step("imports", "imports", self._imports)]
@@ -246,16 +247,16 @@ class Grading:
                               requirements=self.requirements_of(s))
                         for s in steps[index + 1 :]
                     ]
-                    failure_code = f"contract.{step.stage}"
+                    failure_code = BY_NAME[step.stage].failure_code
                     break
                 finally:
                     self.stage_ms[step.stage] += (time.perf_counter() - started) * 1000
         except InfraFailure as infra:
             failure_code, error = infra.code, infra.detail
         except NoBox as exc:  # this host cannot box agent code: another attempt here would meet the same
-            failure_code, error, permanent = "infra.sandbox", str(exc), True
+            failure_code, error, permanent = Infra.SANDBOX, str(exc), True
         except Exception as exc:  # a bug of the grader: the trial is invalid, not failed
-            failure_code = "infra.grader"
+            failure_code = Infra.GRADER
             error = f"grader crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
         finally:
             server_output = await self._cleanup()
@@ -332,7 +333,7 @@ class Grading:
             self.installation = await anyio.to_thread.run_sync(self.runtime.install, self.work)
         except InstallError as exc:
             if exc.infra:
-                raise InfraFailure("infra.install", exc.detail) from exc
+                raise InfraFailure(Infra.INSTALL, exc.detail) from exc
             raise StepFailed(exc.detail) from exc
         self.work.isolation.setdefault("install", "reused build: nothing ran")
         return self.installation.detail
@@ -341,7 +342,7 @@ class Grading:
         try:
             problems = await anyio.to_thread.run_sync(self.runtime.typecheck, self.work, self.installation)
         except InstallError as exc:  # the toolchain of a source-only typecheck could not be installed
-            raise InfraFailure("infra.install", exc.detail) from exc
+            raise InfraFailure(Infra.INSTALL, exc.detail) from exc
         if problems:
             more = f" (+{len(problems) - 10} more)" if len(problems) > 10 else ""
             raise StepFailed("; ".join(problems[:10]) + more)
@@ -412,7 +413,7 @@ class Grading:
             except StepFailed:
                 raise
             except Exception as exc:  # a service of the harness did not come up: not the workspace's fault
-                raise InfraFailure(f"infra.{feature.name}",
+                raise InfraFailure(feature.infra,
                                    f"{feature.name}: could not start: {type(exc).__name__}: {exc}") from exc
         port = procs.free_port()
         cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
@@ -633,27 +634,23 @@ def unsupported_features(contract: TaskContract) -> list[str]:
     return missing + sorted(contract.declared_features() - FEATURES.keys())
 
 
-def _infra_grade(contract: TaskContract, workspace: Path, error: str, *, permanent: bool = False) -> TrialGrade:
-    return TrialGrade(
-        contract_pass=False, checks=[], failure_code="infra.grader",
-        sdk_path=detect_sdk_path(workspace) if workspace.is_dir() else "unknown",
-        scored_for_pass_rate=contract.scored_for_pass_rate, grader_version=GRADER_VERSION, error=error,
-        permanent=permanent,
-    )
+def _infra(contract: TaskContract, workspace: Path, error: str, *, permanent: bool = False) -> TrialGrade:
+    return TrialGrade.infra(Infra.GRADER, error, sdk_path=detect_sdk_path(workspace),
+                            scored=contract.scored_for_pass_rate, permanent=permanent)
 
 
 async def grade_workspace(contract: TaskContract, workspace: Path) -> TrialGrade:
     """Grade one workspace against a task contract. Never raises for anything the workspace or the host does."""
     workspace = workspace.resolve()
     if not workspace.is_dir():
-        return _infra_grade(contract, workspace, f"workspace {workspace} is not a directory")
+        return _infra(contract, workspace, f"workspace {workspace} is not a directory")
     if unsupported := unsupported_features(contract):
-        return _infra_grade(contract, workspace, f"the task declares {', '.join(unsupported)}, "
-                                                 f"which grader {GRADER_VERSION} cannot check", permanent=True)
+        return _infra(contract, workspace, f"the task declares {', '.join(unsupported)}, "
+                                           f"which grader {GRADER_VERSION} cannot check", permanent=True)
     try:
         grading = Grading(contract, workspace, runtime_for(contract.effective_runtime))
     except Exception as exc:
-        return _infra_grade(contract, workspace, f"grader could not prepare: {type(exc).__name__}: {exc}")
+        return _infra(contract, workspace, f"grader could not prepare: {type(exc).__name__}: {exc}")
     return await grading.run()
 
 

@@ -83,7 +83,10 @@ _HAND_ROLLED_JS = ("express", "hono", "fastify", "koa", "http", "node:http", "@h
 
 
 def detect_sdk_path(workspace: Path) -> SdkPath:
-    """Which way the workspace reached MCP, from its imports: a recorded fact, worth nothing."""
+    """Which way the workspace reached MCP, from its imports: a recorded fact, worth nothing ("unknown" when there
+    is no workspace)."""
+    if not workspace.is_dir():
+        return "unknown"
     py = python_imports(source_files(workspace, PY_SUFFIXES))
     js = js_imports(source_files(workspace, JS_SUFFIXES))
     if imports_module(py, "mcp_use") or imports_module(js, "mcp-use"):

@@ -70,6 +70,10 @@ class Task:
         return starter if starter.is_dir() else None
 
     @property
+    def kind(self) -> str:
+        return self.contract.kind
+
+    @property
     def golden(self) -> Solution:
         return self.solutions[0]
 

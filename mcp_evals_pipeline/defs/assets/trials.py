@@ -1,7 +1,7 @@
 """The trial asset: one partition = one independent agent attempt in a fresh sandbox, graded and recorded.
 
 Retries (DESIGN "Validity"): an attempt that ends invalid for a reason the harness can fix by trying again
-(`RETRYABLE_REASONS`: sandbox, agent harness, model API, grader, installer, upstream fake, OAuth IdP) asks Dagster
+(`TrialRecord.retry_verdict`, contracts/failures.py `RETRYABLE`: every infra reason) asks Dagster
 for a retry with capped exponential backoff. The invalid row is already on disk and in DuckDB when the retry is
 requested, so nothing is lost: the retry archives it under `previous/attempt-<n>/` and its own attempt becomes
 current. A valid pass or fail never retries, and neither does an invalid attempt whose cause a retry cannot
@@ -17,17 +17,10 @@ whose own write indexes every earlier attempt of its slot from the files, a lost
 import dagster as dg
 from pydantic import Field
 
-from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.defs.partitions import trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.store import slot_of
 from mcp_evals_pipeline.trials import RecordNotIndexed, TrialSpec, parse_trial_key, reindex_recorded, run_trial
-
-# Invalid reasons a new attempt can plausibly fix: a flaky host, harness, endpoint or local service.
-RETRYABLE_REASONS = frozenset({
-    "infra.sandbox", "infra.agent", "infra.model_api", "infra.grader", "infra.install", "infra.upstream",
-    "infra.oauth",
-})
 
 
 class TrialConfig(dg.Config):
@@ -52,20 +45,6 @@ class TrialConfig(dg.Config):
     def backoff_s(self, retry_number: int) -> float:
         """Wait before retry `retry_number + 1` (retry_number: retries already made)."""
         return min(self.retry_backoff_s * 2**retry_number, self.retry_backoff_max_s)
-
-
-def retry_verdict(record: TrialRecord) -> tuple[bool, str]:
-    """(retry?, why) for one recorded attempt: only an invalid attempt whose reason a retry can fix, and which the
-    trial itself did not mark as one that would fail the same way again (TrialRecord.retryable)."""
-    if record.valid:
-        return False, "valid"
-    reason = record.invalid_reason or ""
-    if reason not in RETRYABLE_REASONS:
-        return False, f"{reason or 'invalid'} is not a retryable reason"
-    if record.retryable is False:
-        first_line = (record.error or record.grade.error or "").strip().splitlines()[:1]
-        return False, f"{reason} would recur: {first_line[0] if first_line else 'permanent'}"
-    return True, f"{reason} is retryable"
 
 
 @dg.asset(
@@ -112,7 +91,7 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
     outcome = "pass" if record.grade.contract_pass else ("invalid" if not record.valid else "fail")
     context.log.info(f"{trial_name} on {batch_date}: {outcome} {record.grade.failure_code or ''} "
                      f"(attempt {record.attempt}, dagster retry {retry_number})")
-    retry, why = retry_verdict(record)
+    retry, why = record.retry_verdict()
     if retry and retries_left:
         wait = config.backoff_s(retry_number)
         context.log.warning(f"{trial_name}: attempt {record.attempt} invalid ({why}): recorded; "

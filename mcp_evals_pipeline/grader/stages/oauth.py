@@ -36,6 +36,7 @@ import httpx2
 import jwt
 from pydantic import ValidationError
 
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.grader.expectations import clip
 from mcp_evals_pipeline.grader.features import Feature, Step, StepFailed, register
 from mcp_evals_pipeline.oauth_idp import PROFILES, HeadlessBrowserError, Idp, start_idp
@@ -71,6 +72,7 @@ def _describe(exc: BaseException) -> str:
 @register
 class OAuthFeature(Feature):
     name = "oauth"
+    infra = Infra.OAUTH
 
     def __init__(self, grading: Any):
         super().__init__(grading)

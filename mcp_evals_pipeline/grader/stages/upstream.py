@@ -15,6 +15,7 @@ from collections import Counter
 
 import anyio.to_thread
 
+from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.upstream import ExpectedRequest, UpstreamSpec
 from mcp_evals_pipeline.grader.features import Feature, Step, StepFailed, register
 from mcp_evals_pipeline.upstreams import FakeService, RecordedRequest, start_service
@@ -56,6 +57,7 @@ def _recorded_summary(recorded: list[RecordedRequest]) -> str:
 @register
 class UpstreamFeature(Feature):
     name = "upstream"
+    infra = Infra.UPSTREAM
 
     service: FakeService | None = None
 

@@ -1,0 +1,35 @@
+"""What a task kind provides to run_trial and verify-tasks."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from mcp_evals_pipeline.conditions import Condition
+    from mcp_evals_pipeline.contracts.grade import TrialGrade
+    from mcp_evals_pipeline.tasks.catalog import Solution, Task
+
+
+class TaskKind(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def prepare(self, workspace: Path, task: Task, condition: Condition, agent: str) -> str:
+        """Lay out the agent's fresh workspace for the condition; return the prompt the agent gets."""
+
+    @abstractmethod
+    def agent_services(self, task: Task, trial_dir: Path) -> AbstractContextManager[dict[str, str]]:
+        """What the agent phase needs live, entered before the sandbox opens and closed after the agent stops
+        (before marking): yields the variables the sandbox gets. What the marker needs of it is left as files in
+        `trial_dir` (the files stay the source of truth)."""
+
+    @abstractmethod
+    def mark(self, task: Task, workspace: Path, trial_dir: Path) -> TrialGrade:
+        """Mark one finished agent phase. Never raises for anything the agent or its work does: an infra grade."""
+
+    @abstractmethod
+    async def verify(self, task: Task, solution: Solution, scratch: Path) -> TrialGrade:
+        """Mark one of the task's own solutions (golden, alternate, negative) as verify-tasks proves the marker."""
