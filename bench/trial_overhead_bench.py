@@ -22,8 +22,8 @@ import dagster as dg
 from mcp_evals_pipeline.defs.assets.trials import trial
 from mcp_evals_pipeline.defs.partitions import multi_key
 from mcp_evals_pipeline.defs.resources import EvalStore
-from mcp_evals_pipeline.runs import current_trials
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
+from mcp_evals_pipeline.trial_dir import current_trials
 from mcp_evals_pipeline.trials import trial_key
 
 BATCH = "2026-11-25"

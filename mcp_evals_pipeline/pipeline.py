@@ -29,6 +29,7 @@ from typing import Any
 
 import anyio
 import dagster as dg
+from pydantic import Field
 
 from mcp_evals_pipeline.agents import get_runner
 from mcp_evals_pipeline.conditions import Condition
@@ -43,6 +44,7 @@ from mcp_evals_pipeline.models import pin_for
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import require_isolation
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, get_task
+from mcp_evals_pipeline.trial_options import TrialOptions
 from mcp_evals_pipeline.trials import (
     MAX_TRIALS,
     RecordNotIndexed,
@@ -60,20 +62,14 @@ from mcp_evals_pipeline.verify import verify_tasks
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-@dataclass
-class BatchRequest:
-    agent: str = "replay"
-    conditions: list[str] = field(default_factory=lambda: ["noskill+blank"])
+class BatchRequest(TrialOptions):
+    """A batch: every task x condition x trial, each run with the same trial options (trial_options.py)."""
+
+    conditions: list[str] = Field(default_factory=lambda: ["noskill+blank"])
     trials: int = 1
-    task_ids: list[str] = field(default_factory=list)
-    model: str | None = None
-    reasoning_effort: str | None = None
-    skip_judge: bool = False
+    task_ids: list[str] = Field(default_factory=list)
     batch_date: str | None = None
-    batch_id: str | None = None
     verify: bool = True
-    sandbox: str | None = None
-    require_isolation: str | None = None
     parallel: int = 1  # trial runs at once
     resume: bool = False  # skip trials whose current attempt is valid for the same spec
 
@@ -121,9 +117,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
             raise ValueError("verify-tasks failed, no agent was run: " + "; ".join(
                 f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}" for r in bad))
 
-    config = {"agent": request.agent, "model": request.model, "reasoning_effort": request.reasoning_effort,
-              "batch_id": request.batch_id, "skip_judge": request.skip_judge, "sandbox": request.sandbox,
-              "require_isolation": request.require_isolation}
+    config = request.trial_options()
     keys = [trial_key(t.id, c, n) for t in tasks for c in request.conditions for n in range(1, request.trials + 1)]
     tags = {"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}
     failed = 0
@@ -193,8 +187,8 @@ def _finished(request: BatchRequest, batch_date: str, key: str, store: EvalStore
     """For --resume: what already answers this trial (its current attempt on disk), else None. A finished attempt
     whose row never landed is indexed now."""
     task_id, condition, n = parse_trial_key(key)
-    spec = TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date, agent=request.agent,
-                     model=request.model, reasoning_effort=request.reasoning_effort, batch_id=request.batch_id)
+    spec = TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date,
+                     **request.trial_options())
     done = finished_for(spec, current_record(spec, store.runs()))
     if done:
         try:

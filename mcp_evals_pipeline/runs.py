@@ -1,7 +1,7 @@
 """Run directories: run.json from the trial files, and the database rebuilt from the files.
 
-A pipeline run directory holds one trial.json per attempt (`trials/<key>/trial.json`, earlier attempts under
-`trials/<key>/previous/attempt-<n>/`); run.json lists the current attempts. An imported run of the earlier harness
+A pipeline run directory holds one trial directory per slot (`trials/<key>/`, laid out as trial_dir.py says);
+run.json lists the current attempts. An imported run of the earlier harness
 has only its run.json. Both rebuild the same rows.
 """
 
@@ -19,14 +19,10 @@ from mcp_evals_pipeline.contracts.records import RunFile, RunManifest, TrialReco
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, get_task
 from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites
-from mcp_evals_pipeline.trials import TRIAL_FILE, read_trial_records
+from mcp_evals_pipeline.trial_dir import current_trials, read_trial_records
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 RUN_FILE = "run.json"
-
-
-def current_trials(run_dir: Path) -> list[TrialRecord]:
-    return [TrialRecord.model_validate_json(p.read_text()) for p in sorted(run_dir.glob(f"trials/*/{TRIAL_FILE}"))]
 
 
 def build_run_file(run_dir: Path) -> RunFile:

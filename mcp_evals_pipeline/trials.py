@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
-import shutil
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from pydantic import model_validator
 
 from mcp_evals_pipeline import models
 from mcp_evals_pipeline.agents import get_runner
@@ -35,19 +33,14 @@ from mcp_evals_pipeline.sdk_registry import latest_version
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import get_task
 from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites, suite_of
+from mcp_evals_pipeline.trial_dir import MEMO_FILE, TRANSCRIPT_FILE, TrialDir
+from mcp_evals_pipeline.trial_options import AgentOptions, TrialOptions
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
-TRIAL_FILE = "trial.json"
 # Trial partition keys exist for t1..tMAX of every task x condition (more trials per cell need a larger MAX).
 MAX_TRIALS = int(os.environ.get("MCP_EVALS_MAX_TRIALS", "5"))
 # Writes of a trial's row: each waits up to store.LOCK_TIMEOUT_S for the lock, then backs off and tries again.
 STORE_WRITE_ATTEMPTS = 3
-# Ballast written when an attempt starts and deleted just before its record files are written: an agent (or
-# anything else) filling the disk cannot keep the trial from landing its trial.json, memo and server.log.
-RESERVE_FILE = ".space-reserve"
-RESERVE_BYTES = 256 * 1024
-# Beside a trial.json whose row could not be written: a retry re-indexes that record instead of running the agent.
-UNINDEXED_MARKER = ".unindexed"
 
 
 class RecordNotIndexed(RuntimeError):
@@ -82,23 +75,16 @@ def run_id_for(batch_id: str, agent: str, model: str | None) -> str:
     return check_id(f"{batch_id}--{agent}--{(model or 'default').replace('/', '_')}", "run id")
 
 
-@dataclass
-class TrialSpec:
+class TrialSpec(TrialOptions):
+    """One trial: which (task, condition, trial number, batch date) and its options (trial_options.py)."""
+
     task_id: str
     condition: str
     trial: int
     batch_date: str  # YYYY-MM-DD
-    agent: str
-    model: str | None = None  # None: the pinned model of the agent
-    reasoning_effort: str | None = None
-    batch_id: str | None = None  # default: the batch date
-    skip_judge: bool = True
-    time_budget_s: float = 1200.0
-    options: dict[str, Any] = field(default_factory=dict)
-    sandbox: str | None = None  # backend: local | hardened | docker (default MCP_EVALS_SANDBOX, else local)
-    require_isolation: str | None = None  # refuse the trial unless the host provides this level
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _ids(self) -> TrialSpec:
         # Each of these becomes part of a path under the results root.
         check_task_id(self.task_id)
         check_id(self.condition, "condition")
@@ -106,6 +92,7 @@ class TrialSpec:
         if self.batch_id is not None:
             check_id(self.batch_id, "batch id")
         check_id(self.agent, "agent")
+        return self
 
     @property
     def key(self) -> str:
@@ -113,26 +100,22 @@ class TrialSpec:
 
     def resolved(self) -> TrialSpec:
         pin = models.pin_for(self.agent)
-        return TrialSpec(**{**self.__dict__, "model": self.model or pin.model,
-                            "reasoning_effort": self.reasoning_effort or pin.reasoning_effort,
-                            "batch_id": self.batch_id or self.batch_date})
+        return self.model_copy(update={"model": self.model or pin.model,
+                                       "reasoning_effort": self.reasoning_effort or pin.reasoning_effort,
+                                       "batch_id": self.batch_id or self.batch_date})
 
 
-def trial_dir_for(spec: TrialSpec, results_root: Path | None = None) -> Path:
+def trial_dir_for(spec: TrialSpec, results_root: Path | None = None) -> TrialDir:
     """Where the slot's files live: <results>/runs/<runId>/trials/<key>/ (the spec resolved first)."""
     spec = spec.resolved()
     run_id = run_id_for(spec.batch_id or spec.batch_date, spec.agent, spec.model)
-    return (results_root or runs_dir()) / run_id / "trials" / spec.key
+    return TrialDir((results_root or runs_dir()) / run_id / "trials" / spec.key)
 
 
 def current_record(spec: TrialSpec, results_root: Path | None = None) -> TrialRecord | None:
     """The slot's current attempt as recorded on disk (its trial.json), or None when there is none or it does not
     parse."""
-    path = trial_dir_for(spec, results_root) / TRIAL_FILE
-    try:
-        return TrialRecord.model_validate_json(path.read_text())
-    except (OSError, ValueError):
-        return None
+    return trial_dir_for(spec, results_root).current_record()
 
 
 def finished_for(spec: TrialSpec, record: TrialRecord | None) -> str | None:
@@ -162,31 +145,11 @@ def reindex_recorded(spec: TrialSpec, *, store: TrialStore | None = None,
     when there is nothing to re-index. No sandbox, agent or grader runs. Raises RecordNotIndexed again if the
     store still refuses the write."""
     trial_dir = trial_dir_for(spec, results_root)
-    if not (trial_dir / UNINDEXED_MARKER).exists() or not (trial_dir / TRIAL_FILE).exists():
+    if not trial_dir.unindexed_marker.exists() or not trial_dir.trial_file.exists():
         return None
-    record = TrialRecord.model_validate_json((trial_dir / TRIAL_FILE).read_text())
+    record = TrialRecord.model_validate_json(trial_dir.trial_file.read_text())
     _index(store or TrialStore(), record, trial_dir)
     return record
-
-
-def _archive_previous(trial_dir: Path) -> int:
-    """Move the current attempt's files aside; returns the number of the attempt about to run."""
-    (trial_dir / UNINDEXED_MARKER).unlink(missing_ok=True)  # the new attempt's write indexes the earlier ones
-    previous = trial_dir / "previous"
-    done = sorted(int(p.name.split("-")[1]) for p in previous.glob("attempt-*")) if previous.is_dir() else []
-    if not (trial_dir / TRIAL_FILE).exists():
-        if trial_dir.exists():  # leftovers without a record (run_trial records a died attempt before this)
-            for child in trial_dir.iterdir():
-                if child.name != "previous":
-                    shutil.rmtree(child) if child.is_dir() else child.unlink()
-        return (done[-1] + 1) if done else 1
-    current = json.loads((trial_dir / TRIAL_FILE).read_text()).get("attempt", 1)
-    target = previous / f"attempt-{current}"
-    target.mkdir(parents=True, exist_ok=True)
-    for child in list(trial_dir.iterdir()):
-        if child.name != "previous":
-            shutil.move(str(child), target / child.name)
-    return max([current, *done]) + 1
 
 
 # Preparation errors that are the request's, not the host's: a skill, scaffold or starter that is not there, a
@@ -207,15 +170,14 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         require_isolation(spec.require_isolation)  # SandboxError naming what the host lacks, before any work
 
     run_id = run_id_for(spec.batch_id or spec.batch_date, spec.agent, spec.model)
-    run_dir = (results_root or runs_dir()) / run_id
-    trial_dir = run_dir / "trials" / spec.key
+    trial_dir = trial_dir_for(spec, results_root)
     _record_died_attempt(spec, task.prompt_hash, task.contract.scored_for_pass_rate, run_id, trial_dir)
     kind = kind_of(task.kind)
-    attempt = _archive_previous(trial_dir)
-    trial_dir.mkdir(parents=True, exist_ok=True)
-    reserve = _reserve_space(trial_dir)
-    workspace = trial_dir / "workspace"
-    transcript_path = trial_dir / "transcript.jsonl"
+    attempt = trial_dir.archive_current()
+    trial_dir.path.mkdir(parents=True, exist_ok=True)
+    trial_dir.reserve_space()
+    workspace = trial_dir.workspace
+    transcript_path = trial_dir.transcript
     started = time.monotonic()
     timestamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -239,7 +201,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         if env_written:
             prompt += (f"\n\nThe values of {', '.join(env_written)} are in `.env` and `.mcp-evals-env.sh` in your "
                        "workspace: `source .mcp-evals-env.sh` before commands that need them.\n")
-        agent_env = services.enter_context(kind.agent_services(task, trial_dir))
+        agent_env = services.enter_context(kind.agent_services(task, trial_dir.path))
         sandbox = open_sandbox(workspace, backend=spec.sandbox, extra_env=agent_env or None)
     except Exception as exc:
         services.close()
@@ -250,9 +212,8 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         transcript = TranscriptWriter(transcript_path)
         try:
             request = AgentRequest(task_id=task.id, prompt=prompt, sandbox=sandbox, transcript=transcript,
-                                   model=spec.model, reasoning_effort=spec.reasoning_effort,
-                                   time_budget_s=spec.time_budget_s, trial=spec.trial, condition=spec.condition,
-                                   options=dict(spec.options))
+                                   trial=spec.trial, condition=spec.condition,
+                                   **{name: getattr(spec, name) for name in AgentOptions.model_fields})
             result = runner.run(request)
         except Exception as exc:  # the harness, not the agent: the trial is invalid
             error = f"agent runner crashed: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
@@ -265,7 +226,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
             sandbox.close()
             services.close()
             remove_agent_env(workspace, env_written)  # the agent phase's secrets never reach grading or a snapshot
-        if (full := _disk_full(trial_dir)) is not None:
+        if (full := trial_dir.disk_full()) is not None:
             # The host's disk, not the SDK under test: whoever filled it, grading a half-written workspace says
             # nothing. Checked first: a full disk also explains an agent that crashed writing its transcript.
             error = full + (f"; {error}" if error else "")
@@ -277,16 +238,16 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
             grade = infra(result.infra_reason, result.error or result.infra_reason, permanent=result.permanent)
         else:
             error = result.error
-            grade = kind.mark(task, workspace, trial_dir)
+            grade = kind.mark(task, workspace, trial_dir.path)
             if not grade.valid:
                 error = grade.error
 
     perf = result.perf if result is not None else TrialPerf()
     if perf.duration_ms is None and result is not None:
         perf = perf.model_copy(update={"duration_ms": int((time.monotonic() - started) * 1000)})
-    reserve.unlink(missing_ok=True)  # room for the record files even on a disk that filled up
+    trial_dir.release_reserve()  # room for the record files even on a disk that filled up
     if grade.server_output:
-        (trial_dir / "server.log").write_text(grade.server_output)
+        trial_dir.server_log.write_text(grade.server_output)
     suite_name, registry_latest = suite_facts(task.id, task.prompt_hash)
     record = TrialRecord(
         task=task.id, condition=spec.condition, trial=spec.trial, prompt_hash=task.prompt_hash,
@@ -298,11 +259,11 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         valid=grade.valid, invalid_reason=None if grade.valid else grade.failure_code, error=error,
         retryable=None if grade.valid else not grade.permanent,
         grade=grade.model_copy(update={"server_output": None}), perf=perf,
-        transcript_path=f"trials/{spec.key}/transcript.jsonl" if transcript_path.exists() else None,
-        memo_path=f"trials/{spec.key}/memo.md", timestamp=timestamp,
+        transcript_path=trial_dir.rel(TRANSCRIPT_FILE) if transcript_path.exists() else None,
+        memo_path=trial_dir.rel(MEMO_FILE), timestamp=timestamp,
     )
     _write_memo(record, trial_dir, skip=spec.skip_judge)
-    (trial_dir / TRIAL_FILE).write_text(record.model_dump_json(indent=2))
+    trial_dir.trial_file.write_text(record.model_dump_json(indent=2))
     _index(store, record, trial_dir)
     return record
 
@@ -320,18 +281,14 @@ def suite_facts(task_id: str, prompt_hash: str | None) -> tuple[str | None, str 
     return name, latest_version(suite.sdk_package, suite.registry)
 
 
-def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id: str, trial_dir: Path) -> None:
+def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id: str, trial_dir: TrialDir) -> None:
     """An attempt whose process died (SIGKILL, OOM, a lost host) left its files but no trial.json: give it its
     `infra.agent` record now, so its transcript and workspace are archived like any attempt's and its row lands."""
-    if (trial_dir / TRIAL_FILE).exists() or not trial_dir.is_dir():
-        return
-    leftovers = [c for c in trial_dir.iterdir() if c.name not in ("previous", RESERVE_FILE)]
+    leftovers = trial_dir.died_leftovers()
     if not leftovers:
         return
-    (trial_dir / RESERVE_FILE).unlink(missing_ok=True)
-    previous = trial_dir / "previous"
-    done = sorted(int(p.name.split("-")[1]) for p in previous.glob("attempt-*")) if previous.is_dir() else []
-    transcript = trial_dir / "transcript.jsonl"
+    trial_dir.release_reserve()
+    done = trial_dir.earlier_attempts()
     died_at = max(c.stat().st_mtime for c in leftovers)
     error = ("the attempt's process died before it wrote its record (killed, out of memory or host lost); "
              "its files are kept as they were")
@@ -341,50 +298,31 @@ def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id
         agent_runner=spec.agent, agent_model=spec.model, reasoning_effort=spec.reasoning_effort,
         grader_version=GRADER_VERSION, batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id,
         attempt=(done[-1] + 1) if done else 1, valid=False, invalid_reason=Infra.AGENT, error=error, retryable=True,
-        grade=TrialGrade.infra(Infra.AGENT, error, sdk_path=detect_sdk_path(trial_dir / "workspace"), scored=scored),
+        grade=TrialGrade.infra(Infra.AGENT, error, sdk_path=detect_sdk_path(trial_dir.workspace), scored=scored),
         perf=TrialPerf(),
-        transcript_path=f"trials/{spec.key}/transcript.jsonl" if transcript.exists() else None,
-        memo_path=f"trials/{spec.key}/memo.md",
+        transcript_path=trial_dir.rel(TRANSCRIPT_FILE) if trial_dir.transcript.exists() else None,
+        memo_path=trial_dir.rel(MEMO_FILE),
         timestamp=dt.datetime.fromtimestamp(died_at, dt.UTC).isoformat(timespec="milliseconds").replace(
             "+00:00", "Z"),
     )
     _write_memo(record, trial_dir, skip=True)
-    (trial_dir / TRIAL_FILE).write_text(record.model_dump_json(indent=2))
+    trial_dir.trial_file.write_text(record.model_dump_json(indent=2))
 
 
-def _reserve_space(trial_dir: Path) -> Path:
-    path = trial_dir / RESERVE_FILE
-    with contextlib.suppress(OSError):  # a disk already full: the check after the agent phase reports it
-        path.write_bytes(b"\0" * RESERVE_BYTES)
-    return path
-
-
-def _disk_full(trial_dir: Path) -> str | None:
-    """A description when less than the reserve is left free where the trial's files live, else None."""
-    try:
-        free = shutil.disk_usage(trial_dir).free
-    except OSError as exc:
-        return f"sandbox disk unusable: {exc}"
-    if free >= RESERVE_BYTES:
-        return None
-    return f"sandbox disk full: No space left on device ({free} bytes free under {trial_dir})"
-
-
-def _index(store: TrialStore, record: TrialRecord, trial_dir: Path) -> None:
+def _index(store: TrialStore, record: TrialRecord, trial_dir: TrialDir) -> None:
     """Write the attempt's row, with every earlier attempt of the slot re-read from its files (idempotent), so a
     row an earlier attempt could not write (database locked past the timeout) lands now."""
-    earlier = [TrialRecord.model_validate_json(p.read_text())
-               for p in sorted(trial_dir.glob(f"previous/attempt-*/{TRIAL_FILE}"))]
+    earlier = trial_dir.earlier_records()
     for attempt in range(1, STORE_WRITE_ATTEMPTS + 1):
         try:
             store.record_trials([*earlier, record])
-            (trial_dir / UNINDEXED_MARKER).unlink(missing_ok=True)
+            trial_dir.unindexed_marker.unlink(missing_ok=True)
             return
         except Exception as exc:  # a lock held past the timeout, a database another process holds open
             if attempt == STORE_WRITE_ATTEMPTS:
-                (trial_dir / UNINDEXED_MARKER).write_text(f"{type(exc).__name__}: {exc}\n")
+                trial_dir.unindexed_marker.write_text(f"{type(exc).__name__}: {exc}\n")
                 raise RecordNotIndexed(
-                    f"{trial_dir / TRIAL_FILE} is written but its row is not, after {attempt} tries "
+                    f"{trial_dir.trial_file} is written but its row is not, after {attempt} tries "
                     f"({type(exc).__name__}: {exc}); a retry re-indexes it from the file (no new agent run), "
                     "as does the next attempt of this trial or rebuild-db"
                 ) from exc
@@ -396,21 +334,11 @@ def _wait_before_store_retry(failed_tries: int) -> None:
     time.sleep(min(2.0 ** (failed_tries - 1), 10.0))
 
 
-def _write_memo(record: TrialRecord, trial_dir: Path, *, skip: bool) -> None:
+def _write_memo(record: TrialRecord, trial_dir: TrialDir, *, skip: bool) -> None:
     """The unscored judge memo; it never changes the record's numbers and never loses the trial."""
     from mcp_evals_pipeline import judge
 
     try:
-        judge.write_memo(record, trial_dir / "transcript.jsonl", trial_dir / "memo.md", skip=skip)
+        judge.write_memo(record, trial_dir.transcript, trial_dir.memo, skip=skip)
     except Exception as exc:
-        (trial_dir / "memo.md").write_text(f"Judge failed: {type(exc).__name__}: {exc}\n")
-
-
-def read_trial_records(run_dir: Path) -> list[TrialRecord]:
-    """Every attempt recorded under a run directory (current and previous), from its trial.json files."""
-    records = []
-    for path in sorted(run_dir.glob(f"trials/*/{TRIAL_FILE}")) + sorted(
-        run_dir.glob(f"trials/*/previous/attempt-*/{TRIAL_FILE}")
-    ):
-        records.append(TrialRecord.model_validate_json(path.read_text()))
-    return records
+        trial_dir.memo.write_text(f"Judge failed: {type(exc).__name__}: {exc}\n")

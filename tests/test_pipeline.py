@@ -21,7 +21,7 @@ from mcp_evals_pipeline.defs.schedules import baseline_schedule
 from mcp_evals_pipeline.runs import rebuild_database
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.suites import get_suite
-from mcp_evals_pipeline.trials import read_trial_records
+from mcp_evals_pipeline.trial_dir import read_trial_records
 
 TASK = "py-v4-01-basic-tool-server"
 DATE = "2026-11-25"  # a past batch date: the partition exists whatever the clock says

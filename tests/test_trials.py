@@ -11,7 +11,8 @@ import pytest
 from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.contracts.transcript import read_transcript
 from mcp_evals_pipeline.store import TrialStore
-from mcp_evals_pipeline.trials import TrialSpec, parse_trial_key, read_trial_records, run_trial, trial_key
+from mcp_evals_pipeline.trial_dir import read_trial_records
+from mcp_evals_pipeline.trials import TrialSpec, parse_trial_key, run_trial, trial_key
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 from .conftest import TASKS

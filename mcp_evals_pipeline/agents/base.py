@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import ConfigDict
 
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.contracts.transcript import EventType, TranscriptEvent
 from mcp_evals_pipeline.sandbox.base import Sandbox
+from mcp_evals_pipeline.trial_options import AgentOptions
 
 
 class MissingCredentials(Exception):
@@ -42,20 +45,20 @@ class TranscriptWriter:
         self._file.close()
 
 
-@dataclass
-class AgentRequest:
+class AgentRequest(AgentOptions):
+    """What a runner gets: the trial's agent options (trial_options.py; `options` carries runner-specific settings,
+    e.g. the replay session to play, an endpoint, without widening the interface) and the prompt, the sandbox and
+    the transcript."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     task_id: str
     prompt: str
     sandbox: Sandbox
     transcript: TranscriptWriter
-    model: str | None
-    reasoning_effort: str | None = None
-    time_budget_s: float = 1200.0
     max_turns: int = 60
     trial: int = 1
     condition: str = "noskill+blank"
-    # Runner-specific settings (e.g. the replay session to play, an endpoint) without widening the interface.
-    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -28,7 +28,6 @@ Options (request.options), all optional:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import shlex
@@ -299,7 +298,7 @@ class CodexAgent(AgentRunner):
         try:
             upstream = str(request.options.get("base_url") or DEFAULT_BASE_URL)
             with keyed_endpoint(request.sandbox, upstream, {"Authorization": f"Bearer {key}"}) as (reachable, pass_key):
-                request = dataclasses.replace(request, options={**request.options, "base_url": reachable})
+                request = request.model_copy(update={"options": {**request.options, "base_url": reachable}})
                 with private_run_dir(request.sandbox, "codex-") as private:
                     return self._run(request, private, bin_dir, model, effort, upstream, pass_key)
         except SandboxError as exc:

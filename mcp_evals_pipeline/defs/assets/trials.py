@@ -20,21 +20,16 @@ from pydantic import Field
 from mcp_evals_pipeline.defs.partitions import trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.store import slot_of
+from mcp_evals_pipeline.trial_options import TrialOptions
 from mcp_evals_pipeline.trials import RecordNotIndexed, TrialSpec, parse_trial_key, reindex_recorded, run_trial
 
 
-class TrialConfig(dg.Config):
-    agent: str = Field(default="replay", description="replay | openai | codex | claude")
-    model: str | None = Field(default=None, description="Override the agent's pinned model")
-    reasoning_effort: str | None = None
-    batch_id: str | None = Field(default=None, description="Group id of the batch (default: the batch date)")
-    skip_judge: bool = True
-    time_budget_s: float = 1200.0
-    base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint of the openai agent")
-    options: dict[str, str] = Field(default_factory=dict,
+class TrialConfig(dg.Config, TrialOptions):
+    """The trial's options (trial_options.py) as Dagster run config, and how Dagster retries it."""
+
+    options: dict[str, str] = Field(default_factory=dict,  # Dagster config values are strings
                                     description="Runner options, e.g. session=<file> (replay), max_retries=2")
-    sandbox: str | None = Field(default=None, description="local | hardened | docker (default MCP_EVALS_SANDBOX)")
-    require_isolation: str | None = Field(default=None, description="Refuse unless the host provides: hardened")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint of the openai agent")
     max_retries: int = Field(default=2, ge=0, description="Dagster retries of an attempt invalid for infra")
     retry_backoff_s: float = Field(default=30.0, ge=0, description="Wait before the first retry; doubles")
     retry_backoff_max_s: float = Field(default=600.0, ge=0, description="Cap of one wait between retries")
@@ -67,11 +62,8 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
     task_id, condition, n = parse_trial_key(trial_name)
     retry_number = context.retry_number
     retries_left = retry_number < config.max_retries
-    spec = TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date, agent=config.agent,
-                     model=config.model, reasoning_effort=config.reasoning_effort, batch_id=config.batch_id,
-                     skip_judge=config.skip_judge, time_budget_s=config.time_budget_s,
-                     options=config.runner_options(), sandbox=config.sandbox,
-                     require_isolation=config.require_isolation)
+    spec = TrialSpec(task_id=task_id, condition=condition, trial=n, batch_date=batch_date,
+                     **{**config.trial_options(), "options": config.runner_options()})
     store, results_root = eval_store.store(), eval_store.runs()
     try:
         # A retry after RecordNotIndexed: the attempt is on disk, only its row is missing. Index it, run nothing.
