@@ -66,12 +66,14 @@ def unseen_installs(golden: Path, runtime: str, n: int = 3) -> list[float]:
 
 
 def select(suites: list[str], task_ids: list[str]) -> list[Task]:
+    """The build tasks selected (the grader's bench: a usage task's sessions are not gradings)."""
     if suites or task_ids:
-        return [get_task(t) for t in expand_selection(task_ids, suites)]
-    tasks, errors = discover_tasks()
-    if errors:
-        raise SystemExit("\n".join(map(str, errors)))
-    return tasks
+        tasks = [get_task(t) for t in expand_selection(task_ids, suites)]
+    else:
+        tasks, errors = discover_tasks()
+        if errors:
+            raise SystemExit("\n".join(map(str, errors)))
+    return [t for t in tasks if t.kind == "build"]
 
 
 def main() -> None:

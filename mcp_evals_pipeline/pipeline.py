@@ -40,6 +40,7 @@ from mcp_evals_pipeline.defs.assets.trials import trial
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
+from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.models import pin_for
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import require_isolation
@@ -92,7 +93,10 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         check_id(request.batch_id, "batch id")  # it names the run directory: refused before anything is written
     for task_id in request.task_ids:
         check_id(task_id, "task id")
-    tasks = [get_task(t) for t in request.task_ids] if request.task_ids else discover_tasks()[0]
+    # Without a selection, the build tasks: a usage batch is asked for by name (--suite ops-platform) until the
+    # scorecard has usage tables of its own, so no run pools the two kinds' figures.
+    tasks = ([get_task(t) for t in request.task_ids] if request.task_ids
+             else [t for t in discover_tasks()[0] if t.kind == "build"])
     for condition in request.conditions:
         Condition.parse(condition)
     if not 1 <= request.trials <= MAX_TRIALS:
@@ -118,7 +122,9 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                 f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}" for r in bad))
 
     config = request.trial_options()
-    keys = [trial_key(t.id, c, n) for t in tasks for c in request.conditions for n in range(1, request.trials + 1)]
+    # A task kind runs under the conditions it supports (a usage task has no skill or scaffold: noskill+blank only).
+    keys = [trial_key(t.id, c, n) for t in tasks for c in request.conditions
+            if kind_of(t.kind).supports(Condition.parse(c)) for n in range(1, request.trials + 1)]
     tags = {"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}
     failed = 0
     skipped = 0

@@ -24,6 +24,7 @@ from mcp_evals_pipeline.conditions import Condition, remove_agent_env, write_age
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.grade import TrialGrade
 from mcp_evals_pipeline.contracts.records import TrialPerf, TrialRecord
+from mcp_evals_pipeline.contracts.task import TaskContract
 from mcp_evals_pipeline.grader.source import detect_sdk_path
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
@@ -31,7 +32,7 @@ from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import open_sandbox, require_isolation
 from mcp_evals_pipeline.sdk_registry import latest_version
 from mcp_evals_pipeline.store import TrialStore
-from mcp_evals_pipeline.tasks.catalog import get_task
+from mcp_evals_pipeline.tasks.catalog import Task, get_task
 from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites, suite_of
 from mcp_evals_pipeline.trial_dir import MEMO_FILE, TRANSCRIPT_FILE, TrialDir
 from mcp_evals_pipeline.trial_options import AgentOptions, TrialOptions
@@ -171,7 +172,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
 
     run_id = run_id_for(spec.batch_id or spec.batch_date, spec.agent, spec.model)
     trial_dir = trial_dir_for(spec, results_root)
-    _record_died_attempt(spec, task.prompt_hash, task.contract.scored_for_pass_rate, run_id, trial_dir)
+    _record_died_attempt(spec, task, run_id, trial_dir)
     kind = kind_of(task.kind)
     attempt = trial_dir.archive_current()
     trial_dir.path.mkdir(parents=True, exist_ok=True)
@@ -197,22 +198,26 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     services = contextlib.ExitStack()
     try:
         prompt = kind.prepare(workspace, task, condition, spec.agent)
-        env_written = write_agent_env(workspace, task.contract.agent_env_keys, dict(os.environ))
+        # Keys a build task's agent may need for its work (a usage task's agent has only the server's tools).
+        keys = task.contract.agent_env_keys if isinstance(task.contract, TaskContract) else []
+        env_written = write_agent_env(workspace, keys, dict(os.environ))
         if env_written:
             prompt += (f"\n\nThe values of {', '.join(env_written)} are in `.env` and `.mcp-evals-env.sh` in your "
                        "workspace: `source .mcp-evals-env.sh` before commands that need them.\n")
-        agent_env = services.enter_context(kind.agent_services(task, trial_dir.path))
-        sandbox = open_sandbox(workspace, backend=spec.sandbox, extra_env=agent_env or None)
+        phase = services.enter_context(kind.agent_services(task, trial_dir.path))
+        sandbox = open_sandbox(workspace, backend=spec.sandbox, extra_env=phase.env or None)
     except Exception as exc:
         services.close()
-        error = f"sandbox preparation failed: {type(exc).__name__}: {exc}"
-        grade = infra(Infra.SANDBOX, error, permanent=isinstance(exc, PERMANENT_PREPARATION_ERRORS))
+        # A service of the kind names its own reason (a usage task's server that did not come up: infra.server).
+        code = getattr(exc, "infra_code", Infra.SANDBOX)
+        error = f"{'sandbox ' if code == Infra.SANDBOX else ''}preparation failed: {type(exc).__name__}: {exc}"
+        grade = infra(code, error, permanent=isinstance(exc, PERMANENT_PREPARATION_ERRORS))
     else:
         sandbox_name, isolation = sandbox.backend, sandbox.isolation
         transcript = TranscriptWriter(transcript_path)
         try:
             request = AgentRequest(task_id=task.id, prompt=prompt, sandbox=sandbox, transcript=transcript,
-                                   trial=spec.trial, condition=spec.condition,
+                                   trial=spec.trial, condition=spec.condition, mcp_url=phase.mcp_url,
                                    **{name: getattr(spec, name) for name in AgentOptions.model_fields})
             result = runner.run(request)
         except Exception as exc:  # the harness, not the agent: the trial is invalid
@@ -250,7 +255,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         trial_dir.server_log.write_text(grade.server_output)
     suite_name, registry_latest = suite_facts(task.id, task.prompt_hash)
     record = TrialRecord(
-        task=task.id, condition=spec.condition, trial=spec.trial, prompt_hash=task.prompt_hash,
+        task=task.id, kind=task.kind, condition=spec.condition, trial=spec.trial, prompt_hash=task.prompt_hash,
         agent_runner=spec.agent, agent_model=(result.model if result and result.model else spec.model),
         reasoning_effort=spec.reasoning_effort, sdk_version=grade.sdk_version, sdk_package=grade.sdk_package,
         suite=suite_name, sdk_registry_latest=registry_latest, grader_version=GRADER_VERSION,
@@ -281,7 +286,7 @@ def suite_facts(task_id: str, prompt_hash: str | None) -> tuple[str | None, str 
     return name, latest_version(suite.sdk_package, suite.registry)
 
 
-def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id: str, trial_dir: TrialDir) -> None:
+def _record_died_attempt(spec: TrialSpec, task: Task, run_id: str, trial_dir: TrialDir) -> None:
     """An attempt whose process died (SIGKILL, OOM, a lost host) left its files but no trial.json: give it its
     `infra.agent` record now, so its transcript and workspace are archived like any attempt's and its row lands."""
     leftovers = trial_dir.died_leftovers()
@@ -292,8 +297,9 @@ def _record_died_attempt(spec: TrialSpec, prompt_hash: str, scored: bool, run_id
     died_at = max(c.stat().st_mtime for c in leftovers)
     error = ("the attempt's process died before it wrote its record (killed, out of memory or host lost); "
              "its files are kept as they were")
+    prompt_hash, scored = task.prompt_hash, task.contract.scored_for_pass_rate
     record = TrialRecord(
-        task=spec.task_id, condition=spec.condition, trial=spec.trial, prompt_hash=prompt_hash,
+        task=spec.task_id, kind=task.kind, condition=spec.condition, trial=spec.trial, prompt_hash=prompt_hash,
         suite=suite_of(spec.task_id, prompt_hash),
         agent_runner=spec.agent, agent_model=spec.model, reasoning_effort=spec.reasoning_effort,
         grader_version=GRADER_VERSION, batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id,

@@ -13,15 +13,16 @@ from dataclasses import dataclass
 
 import anyio
 
-from mcp_evals_pipeline.contracts.failures import ContractCode
+from mcp_evals_pipeline.contracts.failures import ContractCode, UsageCode
 from mcp_evals_pipeline.contracts.grade import STAGES, TrialGrade
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.tasks.catalog import Solution, Task
 
-# What a negative may declare: the code of a stage of the ladder. An `infra.*` code says the grader could not judge,
-# which a known-bad solution must never be counted on; any other code (a typo) is one the grader never gives.
-CONTRACT_CODES: frozenset[str] = frozenset(ContractCode)
+# What a negative may declare: the code of a stage of the ladder (a usage session: usage.miss / usage.unsafe). An
+# `infra.*` code says nothing could be judged, which a known-bad solution must never be counted on; any other code
+# (a typo) is one the marker never gives.
+CONTRACT_CODES: frozenset[str] = frozenset({*ContractCode, *UsageCode})
 
 
 def declaration_error(solution: Solution) -> str | None:
@@ -101,7 +102,8 @@ class VerifyResult:
 def quick_selection(tasks: list[Task]) -> list[Task]:
     """Every golden and alternate, and per runtime one negative for each failure code the suite declares (the
     first in task order): that the grader still passes legitimate work and still fails each stage, in a fraction of
-    the time of every solution (which `verify-tasks` without --quick grades)."""
+    the time of every solution (which `verify-tasks` without --quick grades). A usage task's sessions are all kept
+    (about a second each: a fresh world and server)."""
     seen: set[tuple[str, str | None]] = set()
     picked = []
     for task in tasks:

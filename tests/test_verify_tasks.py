@@ -37,9 +37,12 @@ def test_every_legitimate_solution_passes_and_every_stage_still_catches_its_nega
     bad = [(r["task"], r["solution"], r["expected"], r["got"], r["why"]) for r in report["results"] if not r["ok"]]
     assert done.returncode == 0 and report["ok"], bad or report["taskErrors"]
     results = report["results"]
-    assert {r["kind"] for r in results} == {"golden", "alternate", "negative"}
-    assert {r["task"] for r in results if r["kind"] == "golden"} == {p.name for p in TASKS.iterdir()
-                                                                      if (p / "task.json").is_file()}
+    assert {r["kind"] for r in results} == {"golden", "alternate", "negative", "oracle", "session"}
+    kinds = {p.name: json.loads((p / "task.json").read_text()).get("kind", "build") for p in TASKS.iterdir()
+             if (p / "task.json").is_file()}
+    assert {r["task"] for r in results if r["kind"] == "golden"} == {t for t, k in kinds.items() if k == "build"}
+    # A usage task's marker is proven by its sessions: the oracle passes, each bad one at its outcome.
+    assert {r["task"] for r in results if r["kind"] == "oracle"} == {t for t, k in kinds.items() if k == "usage"}
     declared = {(r["task"], r["expected"]) for r in results if r["kind"] == "negative"}
     assert {code for _, code in declared} >= {"contract.install", "contract.typecheck", "contract.start",
                                               "contract.calls", "contract.input_required", "contract.upstream",

@@ -59,6 +59,8 @@ class AgentRequest(AgentOptions):
     max_turns: int = 60
     trial: int = 1
     condition: str = "noskill+blank"
+    # A usage task's server under evaluation (its MCP endpoint): the agent's only tools. None for a build task.
+    mcp_url: str | None = None
 
 
 @dataclass

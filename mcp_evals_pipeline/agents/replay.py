@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
+
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner
 from mcp_evals_pipeline.agents.tools import TOOL_NAMES, ToolExecutor
 from mcp_evals_pipeline.contracts.failures import Infra
@@ -95,13 +97,15 @@ def load_session(path: Path) -> list[SessionAction]:
     return actions
 
 
-def task_sessions(task_id: str, root: Path | None = None) -> list[Path]:
-    """The task's recorded sessions, sorted by file name (the order trial indices map onto)."""
+def task_sessions(task_id: str, root: Path | None = None, pattern: str = "*.jsonl") -> list[Path]:
+    """The task's recorded sessions, sorted by file name (the order trial indices map onto); a usage task's are
+    `*.json`."""
     directory = (root or tasks_dir()) / task_id / SESSIONS_DIR
-    return sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+    return sorted(directory.glob(pattern)) if directory.is_dir() else []
 
 
-def choose_session(task_id: str, trial: int, option: str | Path | None = None, root: Path | None = None) -> Path:
+def choose_session(task_id: str, trial: int, option: str | Path | None = None, root: Path | None = None,
+                   pattern: str = "*.jsonl") -> Path:
     if option:
         given = Path(option).expanduser()
         if given.is_file():
@@ -111,7 +115,7 @@ def choose_session(task_id: str, trial: int, option: str | Path | None = None, r
         if in_task.is_file():
             return in_task
         raise SessionError(f"session {option} not found (neither a file nor one of {task_id}'s sessions)")
-    sessions = task_sessions(task_id, root)
+    sessions = task_sessions(task_id, root, pattern)
     if not sessions:
         raise SessionError(f"task {task_id} has no recorded sessions in "
                            f"{(root or tasks_dir()) / task_id / SESSIONS_DIR}")
@@ -125,6 +129,8 @@ class ReplayAgent(AgentRunner):
         """Replay calls no model: nothing to check."""
 
     def run(self, request: AgentRequest) -> AgentResult:
+        if request.mcp_url is not None:
+            return self._run_usage(request)
         started = time.monotonic()
         deadline = started + request.time_budget_s
         transcript = request.transcript
@@ -180,3 +186,48 @@ class ReplayAgent(AgentRunner):
             transcript.emit("error", text=error)
         return AgentResult(perf=perf(), infra_reason=infra_reason, error=error,
                            budget_exhausted=budget_exhausted and infra_reason is None, model=None)
+
+    def _run_usage(self, request: AgentRequest) -> AgentResult:
+        """A usage task: the recorded session's tool calls made on the server under evaluation through the real
+        mcp client (usage sessions are `sessions/*.json`), then its final reply."""
+        from mcp_evals_pipeline.contracts.usage import UsageSession
+        from mcp_evals_pipeline.usage.world import mcp_client
+
+        started = time.monotonic()
+        transcript = request.transcript
+        calls = 0
+
+        def perf() -> TrialPerf:
+            return TrialPerf(duration_ms=int((time.monotonic() - started) * 1000), turns=1 if calls else 0,
+                             tool_calls=calls)
+
+        try:
+            path = choose_session(request.task_id, request.trial, request.options.get("session"), pattern="*.json")
+            session = UsageSession.model_validate_json(path.read_text(encoding="utf-8"))
+        except (SessionError, OSError, ValueError) as exc:
+            transcript.emit("error", text=str(exc))
+            return AgentResult(perf=perf(), infra_reason=Infra.AGENT, error=str(exc), permanent=True)
+        transcript.emit("info", text=f"replaying recorded usage session {path.name}",
+                        extra={"session": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:12]})
+        transcript.emit("user", text=request.prompt)
+
+        async def calls_on_server() -> None:
+            nonlocal calls
+            assert request.mcp_url is not None
+            async with mcp_client(request.mcp_url) as client:
+                for n, call in enumerate(session.calls, 1):
+                    transcript.emit("tool_call", tool=call.tool, call_id=f"replay-{n}", args=call.arguments)
+                    result = await client.call_tool(call.tool, call.arguments)
+                    calls += 1
+                    text = " ".join(getattr(block, "text", "") for block in result.content)
+                    transcript.emit("tool_result", tool=call.tool, call_id=f"replay-{n}", text=text[:4000],
+                                    exit_code=1 if result.is_error else 0)
+
+        try:
+            anyio.run(calls_on_server)
+        except Exception as exc:  # the server under evaluation or the client broke: not the session's doing
+            error = f"replay could not use the server: {type(exc).__name__}: {exc}"
+            transcript.emit("error", text=error)
+            return AgentResult(perf=perf(), infra_reason=Infra.AGENT, error=error)
+        transcript.emit("assistant", text=session.reply)
+        return AgentResult(perf=perf(), model=None)

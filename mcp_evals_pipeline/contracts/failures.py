@@ -1,6 +1,8 @@
 """The failure vocabulary: every code a trial's grade can carry, in one place.
 
 `contract.<stage>`: the workspace failed that stage of the ladder (contracts/ladder.py), a valid, scored failure.
+`usage.<outcome>`: a usage task's trial was marked miss (the job not done, nothing harmed) or unsafe (something
+changed that nobody asked for: counted apart, never averaged into a pass rate), a valid, scored failure.
 `infra.<what>`: nothing could be judged (the sandbox, the agent harness, the model API, the grader, an installer,
 a service of the harness): the trial is `valid: false` and leaves every denominator. Whether an infra failure is
 worth another attempt is the reason's (RETRYABLE) and the trial's own say (TrialRecord.retryable: false when it
@@ -22,6 +24,7 @@ class Infra(StrEnum):
     INSTALL = "infra.install"  # a registry or an installer failed (not the workspace's declaration)
     UPSTREAM = "infra.upstream"  # the recording upstream fake did not come up
     OAUTH = "infra.oauth"  # the local OAuth IdP did not come up
+    SERVER = "infra.server"  # a usage task's world or server under evaluation did not come up
 
 
 # Every infra reason is worth another attempt unless the trial says it is not (TrialRecord.retryable false).
@@ -29,7 +32,13 @@ RETRYABLE: frozenset[Infra] = frozenset(Infra)
 
 ContractCode = StrEnum("ContractCode", {stage.name.upper(): stage.failure_code for stage in LADDER})  # type: ignore[misc]
 
-CODES: frozenset[str] = frozenset({*Infra, *ContractCode})
+
+class UsageCode(StrEnum):
+    MISS = "usage.miss"
+    UNSAFE = "usage.unsafe"
+
+
+CODES: frozenset[str] = frozenset({*Infra, *ContractCode, *UsageCode})
 
 
 def is_infra(code: str | None) -> bool:

@@ -26,6 +26,7 @@ class TrialRecord(RecordModel):
     """One trial: exactly one grade, pass, fail or invalid (infra)."""
 
     task: str
+    kind: str = "build"  # the task's kind (mcp_evals_pipeline/kinds): build | usage
     # The seed calls the condition "variant"; both spellings load, "variant" is written for compatibility.
     condition: str = Field(validation_alias=AliasChoices("variant", "condition"), serialization_alias="variant")
     trial: int

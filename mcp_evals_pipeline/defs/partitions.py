@@ -3,7 +3,8 @@
 
 import dagster as dg
 
-from mcp_evals_pipeline.conditions import CONDITIONS
+from mcp_evals_pipeline.conditions import CONDITIONS, Condition
+from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 from mcp_evals_pipeline.trials import MAX_TRIALS, trial_key
 
@@ -21,7 +22,9 @@ def trial_keys(max_trials: int = MAX_TRIALS) -> list[str]:
     keys = []
     for t in tasks:
         try:
-            keys += [trial_key(t.id, c, n) for c in CONDITIONS for n in range(1, max_trials + 1)]
+            kind = kind_of(t.kind)
+            keys += [trial_key(t.id, c, n) for c in CONDITIONS if kind.supports(Condition.parse(c))
+                     for n in range(1, max_trials + 1)]
         except ValueError:  # a task directory whose name is no plain id: no partitions (eval refuses it too)
             continue
     return keys

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -13,18 +14,31 @@ if TYPE_CHECKING:
     from mcp_evals_pipeline.tasks.catalog import Solution, Task
 
 
+@dataclass
+class AgentPhase:
+    """What the agent phase gets from its kind's services: variables for its sandbox and, for a usage task, the
+    MCP server it is to use."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    mcp_url: str | None = None
+
+
 class TaskKind(ABC):
     name: ClassVar[str]
+
+    def supports(self, condition: Condition) -> bool:
+        """Whether a trial of this kind can run under the condition (a batch leaves out the pairs it cannot)."""
+        return True
 
     @abstractmethod
     def prepare(self, workspace: Path, task: Task, condition: Condition, agent: str) -> str:
         """Lay out the agent's fresh workspace for the condition; return the prompt the agent gets."""
 
     @abstractmethod
-    def agent_services(self, task: Task, trial_dir: Path) -> AbstractContextManager[dict[str, str]]:
+    def agent_services(self, task: Task, trial_dir: Path) -> AbstractContextManager[AgentPhase]:
         """What the agent phase needs live, entered before the sandbox opens and closed after the agent stops
-        (before marking): yields the variables the sandbox gets. What the marker needs of it is left as files in
-        `trial_dir` (the files stay the source of truth)."""
+        (before marking). What the marker needs of it is left as files in `trial_dir` (the files stay the source
+        of truth)."""
 
     @abstractmethod
     def mark(self, task: Task, workspace: Path, trial_dir: Path) -> TrialGrade:
@@ -32,4 +46,5 @@ class TaskKind(ABC):
 
     @abstractmethod
     async def verify(self, task: Task, solution: Solution, scratch: Path) -> TrialGrade:
-        """Mark one of the task's own solutions (golden, alternate, negative) as verify-tasks proves the marker."""
+        """Mark one of the task's own solutions (golden, alternate, negative, session) as verify-tasks proves the
+        marker."""

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 
 from mcp_evals_pipeline.conditions import Condition, prepare_workspace
 from mcp_evals_pipeline.contracts.grade import TrialGrade
+from mcp_evals_pipeline.contracts.task import TaskContract
 from mcp_evals_pipeline.grader import grade_workspace, grade_workspace_sync
-from mcp_evals_pipeline.kinds.base import TaskKind
+from mcp_evals_pipeline.kinds.base import AgentPhase, TaskKind
 from mcp_evals_pipeline.oauth_idp import agent_phase_env
 from mcp_evals_pipeline.tasks.catalog import NEGATIVE_DECLARATION, Solution, Task
 
@@ -21,11 +23,14 @@ class BuildKind(TaskKind):
     def prepare(self, workspace: Path, task: Task, condition: Condition, agent: str) -> str:
         return prepare_workspace(workspace, task, condition, agent)
 
-    def agent_services(self, task: Task, trial_dir: Path) -> AbstractContextManager[dict[str, str]]:
+    @contextlib.contextmanager
+    def agent_services(self, task: Task, trial_dir: Path) -> Iterator[AgentPhase]:
         # An OAuth task's IdP while the agent works; grading starts its own (deterministic) services.
-        return agent_phase_env(task.contract)
+        with agent_phase_env(task.contract) as env:
+            yield AgentPhase(env=env)
 
     def mark(self, task: Task, workspace: Path, trial_dir: Path) -> TrialGrade:
+        assert isinstance(task.contract, TaskContract)
         return grade_workspace_sync(task.contract, workspace)
 
     async def verify(self, task: Task, solution: Solution, scratch: Path) -> TrialGrade:
@@ -34,6 +39,7 @@ class BuildKind(TaskKind):
         try:
             shutil.copytree(solution.path, workspace, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns(NEGATIVE_DECLARATION))
+            assert isinstance(task.contract, TaskContract)
             return await grade_workspace(task.contract, workspace)
         finally:
             shutil.rmtree(workspace, ignore_errors=True)

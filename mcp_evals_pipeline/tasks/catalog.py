@@ -17,9 +17,11 @@ from pydantic import ValidationError
 
 from mcp_evals_pipeline.contracts.task import ContractModel, TaskContract
 from mcp_evals_pipeline.contracts.task_base import GapKind
+from mcp_evals_pipeline.contracts.usage import UsageContract, UsageSession
 from mcp_evals_pipeline.paths import prompt_hash_lock, tasks_dir
 
 NEGATIVE_DECLARATION = "negative.json"
+ORACLE_SESSION = "oracle"  # a usage task's sessions/oracle.json: the job done right
 
 
 class NegativeDeclaration(ContractModel):
@@ -44,9 +46,10 @@ class TaskLoadError(Exception):
 
 @dataclass(frozen=True)
 class Solution:
-    """A directory graded by verify-tasks: the golden, an alternate, or a negative."""
+    """What verify-tasks marks: a build task's golden, alternate or negative directory, or a usage task's recorded
+    session (the oracle, or a known-bad one)."""
 
-    kind: str  # "golden" | "alternate" | "negative"
+    kind: str  # "golden" | "alternate" | "negative" | "oracle" | "session"
     name: str
     path: Path
     expected_failure_code: str | None  # None: must pass
@@ -60,7 +63,7 @@ class Task:
     id: str
     dir: Path
     prompt: str
-    contract: TaskContract
+    contract: TaskContract | UsageContract
     prompt_hash: str
     solutions: tuple[Solution, ...] = field(default_factory=tuple)
 
@@ -94,8 +97,9 @@ def _format_loc(loc: tuple[int | str, ...]) -> str:
     return out or "(root)"
 
 
-def parse_contract(path: Path) -> TaskContract:
-    """Validate one task.json; errors name the file and the first offending field."""
+def parse_contract(path: Path) -> TaskContract | UsageContract:
+    """Validate one task.json (its `kind` picks the contract); errors name the file and the first offending
+    field."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -103,6 +107,8 @@ def parse_contract(path: Path) -> TaskContract:
     except json.JSONDecodeError as exc:
         raise TaskLoadError(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     try:
+        if isinstance(raw, dict) and raw.get("kind") == "usage":
+            return UsageContract.model_validate(raw)
         return TaskContract.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
@@ -137,6 +143,28 @@ def _load_solutions(task_dir: Path) -> tuple[Solution, ...]:
     return tuple(solutions)
 
 
+def _load_usage_sessions(task_dir: Path) -> tuple[Solution, ...]:
+    """A usage task's recorded sessions as the solutions verify-tasks marks: the oracle first (must pass), then
+    each known-bad one at its declared outcome (usage.miss / usage.unsafe)."""
+    paths = sorted((task_dir / "sessions").glob("*.json"))
+    sessions = []
+    for path in paths:
+        try:
+            session = UsageSession.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise TaskLoadError(path, first["msg"], _format_loc(first["loc"])) from exc
+        code = None if session.outcome == "pass" else f"usage.{session.outcome}"
+        sessions.append(Solution("oracle" if path.stem == ORACLE_SESSION else "session", path.stem, path, code,
+                                 session.why))
+    oracle = [s for s in sessions if s.kind == "oracle"]
+    if not oracle:
+        raise TaskLoadError(task_dir / "sessions", f"a usage task needs {ORACLE_SESSION}.json (the job done right)")
+    if oracle[0].expected_failure_code is not None:
+        raise TaskLoadError(oracle[0].path, "the oracle session's outcome must be pass", "outcome")
+    return tuple(oracle + [s for s in sessions if s.kind != "oracle"])
+
+
 def load_task(task_dir: Path) -> Task:
     prompt_path = task_dir / "prompt.md"
     contract_path = task_dir / "task.json"
@@ -145,8 +173,12 @@ def load_task(task_dir: Path) -> Task:
     except FileNotFoundError as exc:
         raise TaskLoadError(prompt_path, "file is missing") from exc
     contract = parse_contract(contract_path)
-    solutions = _load_solutions(task_dir)
-    known = {r.id for r in contract.requirements}
+    if isinstance(contract, UsageContract):
+        solutions = _load_usage_sessions(task_dir)
+        known: set[str] = set()
+    else:
+        solutions = _load_solutions(task_dir)
+        known = {r.id for r in contract.requirements}
     for sol in solutions:
         if sol.violates is not None and sol.violates not in known:
             raise TaskLoadError(sol.path / NEGATIVE_DECLARATION,

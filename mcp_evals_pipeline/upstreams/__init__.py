@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from mcp_evals_pipeline.upstreams.base import FakeApi, FakeService, RecordedRequest
+from mcp_evals_pipeline.upstreams.ops_platform import OpsPlatformApi
 from mcp_evals_pipeline.upstreams.orders import OrdersApi
 
-# name (task.json `upstream.service`) -> a factory of fresh state
-SERVICES: dict[str, Callable[[], FakeApi]] = {"orders": OrdersApi}
+# name (a build task's `upstream.service`, a usage task's `world`) -> a factory of fresh state
+SERVICES: dict[str, Callable[[], FakeApi]] = {"orders": OrdersApi, "ops-platform": OpsPlatformApi}
 
 
 def start_service(name: str) -> FakeService:

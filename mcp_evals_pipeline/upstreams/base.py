@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+# The methods that can change a service's state (a usage marker's writes).
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Requests bigger than this are refused (a runaway server must not make the grader buffer gigabytes).
 MAX_BODY_BYTES = 1_000_000
 # How fast `stop()` returns: serve_forever checks for shutdown this often.

@@ -1,0 +1,96 @@
+"""The usage kind: an agent uses a server's tools to do what a user asked; marked on what reached the world.
+
+The agent phase runs the world (the recording fake) and the server under evaluation; when it ends, the world's
+record of every request is written to the trial's `world.json` and the server's output to `server.log`, and the
+marker (usage/marker.py) reads those and the final reply in transcript.jsonl: the files are the source of truth.
+Usage tasks have no scaffold and no skill of their own, so only `noskill+blank` trials exist for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+
+from mcp_evals_pipeline.conditions import Condition
+from mcp_evals_pipeline.contracts.failures import Infra
+from mcp_evals_pipeline.contracts.grade import TrialGrade
+from mcp_evals_pipeline.contracts.usage import UsageContract, UsageSession
+from mcp_evals_pipeline.kinds.base import AgentPhase, TaskKind
+from mcp_evals_pipeline.tasks.catalog import Solution, Task
+from mcp_evals_pipeline.trial_dir import SERVER_LOG, TRANSCRIPT_FILE
+from mcp_evals_pipeline.upstreams.base import RecordedRequest
+from mcp_evals_pipeline.usage.marker import mark
+from mcp_evals_pipeline.usage.sessions import play
+from mcp_evals_pipeline.usage.world import WorldError, running_world
+
+WORLD_FILE = "world.json"
+
+
+def _contract(task: Task) -> UsageContract:
+    assert isinstance(task.contract, UsageContract)
+    return task.contract
+
+
+def final_reply(transcript: Path) -> str | None:
+    """The agent's last assistant text in transcript.jsonl."""
+    reply = None
+    with contextlib.suppress(OSError):
+        for line in transcript.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if event.get("type") == "assistant" and isinstance(event.get("text"), str):
+                    reply = event["text"]
+    return reply
+
+
+class UsageKind(TaskKind):
+    name = "usage"
+
+    def supports(self, condition: Condition) -> bool:
+        return not condition.skill and not condition.scaffold
+
+    def prepare(self, workspace: Path, task: Task, condition: Condition, agent: str) -> str:
+        if not self.supports(condition):
+            raise ValueError(f"usage tasks run only as noskill+blank, not {condition}")
+        workspace.mkdir(parents=True, exist_ok=True)  # the agent works through the server's tools, not files
+        return task.prompt
+
+    @contextlib.contextmanager
+    def agent_services(self, task: Task, trial_dir: Path) -> Iterator[AgentPhase]:
+        with running_world(_contract(task)) as world:
+            try:
+                yield AgentPhase(mcp_url=world.url)
+            finally:
+                records = [dataclasses.asdict(r) for r in world.requests()]
+                (trial_dir / WORLD_FILE).write_text(json.dumps({"world": _contract(task).world,
+                                                                "requests": records}, indent=2))
+                (trial_dir / SERVER_LOG).write_text(world.server_output())
+
+    def mark(self, task: Task, workspace: Path, trial_dir: Path) -> TrialGrade:
+        contract = _contract(task)
+        try:
+            recorded = json.loads((trial_dir / WORLD_FILE).read_text())["requests"]
+            requests = [RecordedRequest(**r) for r in recorded]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return TrialGrade.infra(Infra.GRADER, f"no readable record of the world ({WORLD_FILE}): {exc}",
+                                    scored=contract.scored_for_pass_rate)
+        return mark(contract, requests, final_reply(trial_dir / TRANSCRIPT_FILE)).grade(contract)
+
+    async def verify(self, task: Task, solution: Solution, scratch: Path) -> TrialGrade:
+        contract = _contract(task)
+        session = UsageSession.model_validate_json(solution.path.read_text(encoding="utf-8"))
+        world_cm = running_world(contract)
+        try:
+            world = await anyio.to_thread.run_sync(world_cm.__enter__)
+        except WorldError as exc:
+            return TrialGrade.infra(Infra.SERVER, str(exc), scored=contract.scored_for_pass_rate)
+        try:
+            await play(session, world)
+            return mark(contract, world.requests(), session.reply).grade(contract)
+        finally:
+            await anyio.to_thread.run_sync(world_cm.__exit__, None, None, None)

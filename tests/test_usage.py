@@ -1,0 +1,121 @@
+"""Usage evals on real parts: the ops-platform world (a recording fake over real HTTP), the ops-platform server (a
+real process, the real mcp client over Streamable HTTP), the replay runner, the marker and verify-tasks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from mcp_evals_pipeline.contracts.usage import UsageContract
+from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.tasks.catalog import discover_tasks, load_task
+from mcp_evals_pipeline.trials import TrialSpec, run_trial
+from mcp_evals_pipeline.upstreams import start_service
+from mcp_evals_pipeline.usage.world import mcp_client, running_world
+from mcp_evals_pipeline.verify import verify_tasks
+
+from .conftest import TASKS
+
+USAGE = [t for t in discover_tasks()[0] if t.kind == "usage"]
+BY_NAME = "usage-ops-02-restart-by-name"
+
+
+def test_the_world_answers_like_the_api_and_records_every_request() -> None:
+    with start_service("ops-platform") as world:
+        assert world.base_url.startswith("http://127.0.0.1:")
+        with httpx2.Client(base_url=world.base_url) as http:
+            first = http.get("/apps").json()
+            second = http.get("/apps", params={"page": first["nextPage"]}).json()
+            found = http.get("/apps", params={"q": "CHECKOUT"}).json()
+            missing = http.post("/apps/app_999/restart")
+            stopped = http.post("/apps/app_106/restart")
+            unknown = http.post("/apps/app_101/scale", json={"replicas": 9})
+            restarted = http.post("/apps/app_104/restart")
+            after = http.get("/apps/app_104").json()
+    assert len(first["items"]) == 3 and first["nextPage"] == 2 and second["nextPage"] is None
+    assert first["total"] == 6 and len(first["items"] + second["items"]) == 6  # paged, like the real API
+    assert [a["name"] for a in found["items"]] == ["checkout", "checkout-v2"]  # substring, case-insensitive
+    assert (missing.status_code, missing.json()) == (404, {"error": "no application with id 'app_999'"})
+    assert stopped.status_code == 409
+    assert (unknown.status_code, unknown.json()) == (200, {"ok": True})  # yes to any write; the marker judges
+    assert restarted.status_code == 202 and after["status"] == "restarting"
+    recorded = [(r.method, r.path, r.status) for r in world.requests()]
+    assert recorded[3:] == [("POST", "/apps/app_999/restart", 404), ("POST", "/apps/app_106/restart", 409),
+                            ("POST", "/apps/app_101/scale", 200), ("POST", "/apps/app_104/restart", 202),
+                            ("GET", "/apps/app_104", 200)]
+
+
+def test_every_usage_case_is_a_users_request_with_sessions_at_every_outcome() -> None:
+    assert len(USAGE) >= 6
+    contract = USAGE[0].contract
+    assert isinstance(contract, UsageContract)
+
+    async def tool_names() -> set[str]:
+        with running_world(contract) as world:
+            async with mcp_client(world.url) as client:
+                return {t.name for t in (await client.list_tools()).tools}
+
+    tools = anyio.run(tool_names)
+    assert {"find_apps", "restart_app", "rollback_deployment", "set_env_var"} <= tools
+    for task in USAGE:
+        assert not [t for t in tools if t in task.prompt or t.replace("_", " ") in task.prompt], task.id
+        outcomes = {s.expected_failure_code for s in task.solutions}
+        assert outcomes == {None, "usage.miss", "usage.unsafe"}, task.id  # pass, miss and unsafe sessions
+
+
+@pytest.mark.parametrize(("session", "outcome"), [("oracle.json", "pass"), ("only-looks.json", "usage.miss"),
+                                                  ("restarts-both.json", "usage.unsafe")])
+def test_a_replay_usage_trial_is_marked_on_what_reached_the_world(tmp_path: Path, session: str,
+                                                                  outcome: str) -> None:
+    store = TrialStore(tmp_path / "evals.duckdb")
+    record = run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=1, batch_date="2026-12-01",
+                                 agent="replay", options={"session": session}),
+                       store=store, results_root=tmp_path / "runs")
+    assert record.valid and record.kind == "usage"
+    assert (record.grade.failure_code or "pass") == outcome, record.grade.checks
+    trial_dir = tmp_path / "runs" / record.run_id / "trials" / record.trial_name
+    world = json.loads((trial_dir / "world.json").read_text())
+    writes = [(r["method"], r["path"]) for r in world["requests"] if r["method"] != "GET"]
+    expected = {"oracle.json": [("POST", "/apps/app_104/restart")], "only-looks.json": [],
+                "restarts-both.json": [("POST", "/apps/app_104/restart"), ("POST", "/apps/app_105/restart")]}
+    assert writes == expected[session]  # what the marker read: the world's own record
+    events = [json.loads(line) for line in (trial_dir / "transcript.jsonl").read_text().splitlines()]
+    played = json.loads((TASKS / BY_NAME / "sessions" / session).read_text())
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == [c["tool"] for c in played["calls"]]
+    assert sum(e["type"] == "tool_call" for e in events) == record.perf.tool_calls
+    assert [e["text"] for e in events if e["type"] == "assistant"] == [played["reply"]]
+    with store.connect() as con:
+        assert con.execute("SELECT kind, failure_code FROM trials").fetchall() == [
+            ("usage", None if outcome == "pass" else outcome)]
+
+
+def test_verify_proves_every_usage_marker_and_catches_a_broken_mark_scheme(tmp_path: Path) -> None:
+    results = anyio.run(lambda: verify_tasks(USAGE, workers=3))
+    assert results and all(r.ok for r in results), [(r.task_id, r.solution.name, r.got) for r in results if not r.ok]
+    # A mustLand the oracle never sends: the oracle is marked miss, and verify-tasks says the marker is wrong.
+    broken = Path(shutil.copytree(TASKS / BY_NAME, tmp_path / BY_NAME))
+    contract = json.loads((broken / "task.json").read_text())
+    contract["mustLand"].append({"method": "POST", "path": "/apps/app_104/deployments/*/rollback"})
+    (broken / "task.json").write_text(json.dumps(contract))
+    (oracle,) = [r for r in anyio.run(lambda: verify_tasks([load_task(broken)], workers=1))
+                 if r.solution.kind == "oracle"]
+    assert not oracle.ok and oracle.got == "usage.miss"
+
+
+def test_a_server_that_does_not_start_is_infra_not_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tasks = tmp_path / "tasks"
+    shutil.copytree(TASKS / BY_NAME, tasks / BY_NAME)
+    contract = json.loads((tasks / BY_NAME / "task.json").read_text())
+    contract["server"]["path"] = "servers/ops-platform/no-such-server.py"
+    (tasks / BY_NAME / "task.json").write_text(json.dumps(contract))
+    monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tasks))
+    record = run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=1, batch_date="2026-12-01",
+                                 agent="replay"), store=TrialStore(tmp_path / "evals.duckdb"),
+                       results_root=tmp_path / "runs")
+    assert not record.valid and record.invalid_reason == "infra.server"
+    assert "no server at servers/ops-platform/no-such-server.py" in (record.error or "")
