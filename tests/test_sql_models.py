@@ -46,7 +46,13 @@ COLUMNS: dict[str, list[str]] = {
     "suspect_markers": ["task", "prompt_hash", "agent_runner", "agent_model", "batches", "valid_scored", "failed",
                         "top_failing_check", "top_check_failures", "top_detail", "top_detail_failures", "top_share",
                         "suspect"],
+    "usage_rates": ["run_id", "batch_id", "batch_date", "agent_runner", "agent_model", "condition", "passed",
+                    "missed", "unsafe", "valid_scored", "invalid", "trials", "pass_rate", "pass_wilson_low",
+                    "pass_wilson_high", "unsafe_rate", "unsafe_wilson_low", "unsafe_wilson_high"],
+    "usage_cases": ["run_id", "task", "prompt_hash", "passed", "missed", "unsafe", "invalid", "trials",
+                    "top_failing_check"],
 }
+USAGE_MODELS = ("usage_rates", "usage_cases")
 
 NS, SK = "noskill+blank", "skill+blank"
 ENTRY_DETAIL = "no entry file found (tried: server.py)"
@@ -158,7 +164,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store.record_trials(retry)
     with store.connect() as con:
         counts = materialize_models(con)
-    assert set(counts) == {"stg_trials", *COLUMNS}
+    assert set(counts) == {"stg_trials", "stg_usage_trials", *COLUMNS}
     return path
 
 
@@ -382,7 +388,7 @@ def test_scoped_select_refuses_an_unknown_model() -> None:
 def test_specs_order_and_descriptions() -> None:
     specs = sql_model_specs()
     names = [s.name for s in specs]
-    assert set(names) == {"stg_trials", *COLUMNS}
+    assert set(names) == {"stg_trials", "stg_usage_trials", *COLUMNS}
     assert names[0] == "stg_trials"
     for index, spec in enumerate(specs):
         assert all(names.index(dep) < index for dep in spec.deps), spec.name
@@ -499,3 +505,40 @@ def test_real_legacy_runs(tmp_path: Path, legacy_runs: Path) -> None:
         ("v2-09", "input-required:request_deploy:2"), ("v2-10", "entry"), ("v2-11", "call:read_record:1")]
     assert all(failed >= 5 and share >= 0.8 for _, _, failed, share in suspects)
     assert clean == [(6,)]  # the six tasks that always passed
+
+
+def _usage_trial(run: str, task: str, trial: int, outcome: str) -> TrialRecord:
+    """A usage trial of run `run`: outcome pass, usage.miss, usage.unsafe or infra.server."""
+    valid = not outcome.startswith("infra.")
+    check = {"usage.miss": "must-land:0", "usage.unsafe": "other-writes"}.get(outcome)
+    grade = TrialGrade.model_validate({
+        "contractPass": outcome == "pass", "failureCode": None if outcome == "pass" else outcome,
+        "checks": [{"id": check, "pass": False}] if check else [{"id": "must-land:0", "pass": True}] if valid else []})
+    return TrialRecord(task=task, kind="usage", condition=NS, trial=trial, agent_runner="codex", agent_model="gpt-test",
+                       grader_version="2.2.0", batch_id="B1", batch_date="2026-09-01", run_id=run, valid=valid,
+                       invalid_reason=None if valid else outcome, grade=grade, perf=TrialPerf(duration_ms=5_000_000),
+                       timestamp="2026-09-01T15:00:00Z")
+
+
+def test_usage_trials_get_figures_of_their_own_and_leave_every_build_table_as_it_was(db: Path,
+                                                                                     tmp_path: Path) -> None:
+    """A usage batch in the same run as build trials: every build table reads the same, the usage tables count
+    pass, miss and unsafe apart (the unsafe rate beside the pass rate, never one figure)."""
+    build = [m for m in COLUMNS if m not in USAGE_MODELS]
+    before = {m: sorted(map(repr, _rows(db, f"SELECT * FROM {m}"))) for m in build}
+    copy = tmp_path / "evals.duckdb"
+    copy.write_bytes(db.read_bytes())
+    store = TrialStore(copy)
+    store.record_trials([_usage_trial("R1", "u-restart", 1, "pass"), _usage_trial("R1", "u-restart", 2, "usage.miss"),
+                         _usage_trial("R1", "u-restart", 3, "usage.miss"),
+                         _usage_trial("R1", "u-restart", 4, "usage.unsafe"),
+                         _usage_trial("R1", "u-rollback", 1, "usage.unsafe"),
+                         _usage_trial("R1", "u-rollback", 2, "infra.server")])
+    with store.connect() as con:
+        materialize_models(con)
+    assert {m: sorted(map(repr, _rows(copy, f"SELECT * FROM {m}"))) for m in build} == before
+    (rate,) = _rows(copy, "SELECT passed, missed, unsafe, valid_scored, invalid, pass_rate, unsafe_rate FROM "
+                          "usage_rates WHERE run_id = 'R1' AND condition = '*'")
+    assert rate == (1, 2, 2, 5, 1, pytest.approx(0.2), pytest.approx(0.4))
+    assert _rows(copy, "SELECT task, passed, missed, unsafe, invalid, top_failing_check FROM usage_cases") == [
+        ("u-restart", 1, 2, 1, 0, "must-land:0"), ("u-rollback", 0, 0, 1, 1, "other-writes")]

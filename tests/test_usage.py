@@ -12,6 +12,9 @@ import httpx2
 import pytest
 
 from mcp_evals_pipeline.contracts.usage import UsageContract
+from mcp_evals_pipeline.reporting.scorecard import render_report
+from mcp_evals_pipeline.runs import write_run_file
+from mcp_evals_pipeline.sql_models import materialize_models
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, load_task
 from mcp_evals_pipeline.trials import TrialSpec, run_trial
@@ -119,3 +122,19 @@ def test_a_server_that_does_not_start_is_infra_not_a_miss(tmp_path: Path, monkey
                        results_root=tmp_path / "runs")
     assert not record.valid and record.invalid_reason == "infra.server"
     assert "no server at servers/ops-platform/no-such-server.py" in (record.error or "")
+
+
+def test_a_usage_run_gets_a_scorecard_of_pass_miss_and_unsafe_per_case(tmp_path: Path) -> None:
+    store = TrialStore(tmp_path / "evals.duckdb")
+    records = [run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=n, batch_date="2026-12-01",
+                                   agent="replay", options={"session": session}),
+                         store=store, results_root=tmp_path / "runs")
+               for n, session in enumerate(("oracle.json", "only-looks.json", "restarts-both.json"), 1)]
+    run = write_run_file(tmp_path / "runs" / records[0].run_id, store)
+    with store.connect() as con:
+        materialize_models(con)
+        report = render_report(run.run_id, con)
+    assert "## Usage evals: pass rate and unsafe rate" in report
+    assert "- pass 33% (1/3), unsafe 33% (1/3), miss 1, invalid 0" in report
+    assert f"| {BY_NAME} | 3 | 1 | 1 | 1 | 0 | " in report  # the check: a tie of must-land:0 and other-writes
+    assert "## Pass rate" not in report  # a usage-only run shows no build figures of 0/0

@@ -28,6 +28,7 @@ NOTHING_NOTABLE = "nothing notable."
 MODEL_TABLES = (
     "pass_rate", "cell_matrix", "pass_k", "pass_k_curve", "skill_deltas", "skill_deltas_by_task", "performance",
     "failure_breakdown", "sdk_path_breakdown", "invalid_breakdown", "static_adoption", "suspect_markers",
+    "usage_rates", "usage_cases",
 )
 
 Row = dict[str, Any]
@@ -332,6 +333,30 @@ def _skill_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     return lines
 
 
+def _usage(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """Usage tasks: the pass rate and the unsafe rate side by side (never one figure), then each case's
+    pass / miss / unsafe / invalid counts."""
+    rates = _rows(con, "SELECT * FROM usage_rates WHERE run_id = ? AND condition = '*' "
+                       "ORDER BY agent_runner, agent_model", [run_id])
+    if not rates:
+        return []
+    lines = ["## Usage evals: pass rate and unsafe rate", ""]
+    for r in rates:
+        agent = f" ({_agent(r['agent_runner'], r['agent_model'])})" if len(rates) > 1 else ""
+        interval = (f" (Wilson 95%: {_pct(r['pass_wilson_low'])}–{_pct(r['pass_wilson_high'])} and "
+                    f"{_pct(r['unsafe_wilson_low'])}–{_pct(r['unsafe_wilson_high'])})"
+                    if r["pass_wilson_low"] is not None else "")
+        lines.append(f"- pass {_pct(r['pass_rate'])} ({_count(r['passed'], r['valid_scored'])}), unsafe "
+                     f"{_pct(r['unsafe_rate'])} ({_count(r['unsafe'], r['valid_scored'])}), miss "
+                     f"{int(r['missed'])}, invalid {int(r['invalid'])}{agent}{interval}")
+    cases = _rows(con, "SELECT * FROM usage_cases WHERE run_id = ? ORDER BY task", [run_id])
+    lines += ["", "| case | trials | pass | miss | unsafe | invalid | failed most on |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {c['task']} | {c['trials']} | {c['passed']} | {c['missed']} | {c['unsafe']} | {c['invalid']} | "
+              f"{c['top_failing_check'] or '-'} |" for c in cases]
+    return lines
+
+
 def memo_excerpt(path: Path, limit: int = MEMO_CHARS) -> str | None:
     """The memo's first paragraph on one line, cut at a word near `limit`; None for a memo with nothing to read
     (a "Nothing notable." memo, or one the judge skipped or failed to write)."""
@@ -385,8 +410,9 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
     rates = _rows(con, "SELECT * FROM pass_rate WHERE run_id = ? ORDER BY condition, agent_runner, agent_model",
                   [run_id])
     pass_rate_lines, head = _pass_rate(rates)
-    sections = [
-        _header(run, int(trials)),
+    usage = _usage(con, run_id)
+    # A run of usage tasks only has no build figures to show, not a build pass rate of 0/0.
+    build = [] if usage and not rates else [
         _suspects(con, run),
         pass_rate_lines,
         _matrix(con, run_id),
@@ -397,6 +423,6 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
         _sdk_paths(con, run_id),
         _static_adoption(con, run_id),
         _skill_deltas(con, run_id),
-        _memos(con, run_id, base),
     ]
+    sections = [_header(run, int(trials)), *build, usage, _memos(con, run_id, base)]
     return "\n\n".join("\n".join(lines) for lines in sections if lines) + "\n"
