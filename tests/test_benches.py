@@ -18,13 +18,16 @@ def test_sql_models_bench_agrees_with_pandas_at_a_small_size() -> None:
     done = _bench("bench/sql_models_bench.py", "--rows", "5000", "--repeat", "1")
     # exit 1 only for missed targets, which a 5,000-row run may miss; a disagreement raises before this line
     assert "results agree on all 13 tables" in done.stdout, done.stdout + done.stderr
-    assert "SQL models (14, " in done.stdout
+    assert "SQL models (17, " in done.stdout
 
 
 def test_trial_overhead_bench_runs() -> None:
     done = _bench("bench/trial_overhead_bench.py", "--trials", "2")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "2 trials (replay agent" in done.stdout and "harness overhead per trial" in done.stdout
+    assert "2 trials (replay agent, 23 build tasks)" in done.stdout and "harness overhead per trial" in done.stdout
+    usage = _bench("bench/trial_overhead_bench.py", "--trials", "2", "--kind", "usage")
+    assert usage.returncode == 0, usage.stdout[-2000:] + usage.stderr[-2000:]
+    assert "2 trials (replay agent, 6 usage tasks)" in usage.stdout and "target <= 1500 ms" in usage.stdout
 
 
 def test_grader_bench_runs() -> None:
