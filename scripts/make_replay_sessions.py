@@ -244,6 +244,8 @@ def generic_plan(task_dir: Path) -> list[Session]:
 def all_plans(tasks_dir: Path) -> dict[str, object]:
     plans: dict[str, object] = {}
     for task_dir in sorted(p for p in tasks_dir.iterdir() if (p / "task.json").is_file()):
+        if json.loads((task_dir / "task.json").read_text()).get("kind", "build") != "build":
+            continue  # a usage task's sessions (sessions/*.json) are written by hand, each with its outcome
         plans[task_dir.name] = PLANS.get(task_dir.name, generic_plan)
     return plans
 
