@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from mcp_evals_pipeline.contracts.task_base import ContractModel, Covers
-from mcp_evals_pipeline.upstreams import SERVICES
+from mcp_evals_pipeline.upstreams import check_service
 
 # Variables the grader itself sets for the server: an upstream must never override them.
 _RESERVED_ENV = frozenset({"PORT", "PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "SHELL", "PYTHONUNBUFFERED",
@@ -58,9 +58,7 @@ class UpstreamSpec(ContractModel):
     @classmethod
     def _known_service(cls, value: str) -> str:
         # Checked when the task loads, not when it is graded: a typo is the task's bug, not an infra failure.
-        if value not in SERVICES:
-            raise ValueError(f"unknown upstream service {value!r} (known: {', '.join(sorted(SERVICES))})")
-        return value
+        return check_service(value, "upstream service")
 
     @field_validator("env")
     @classmethod

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from mcp_evals_pipeline.contracts.task_base import ContractModel
+from mcp_evals_pipeline.upstreams import check_service
 
 WriteMethod = Literal["POST", "PUT", "PATCH", "DELETE"]
 # A published server, pinned: npm:<name>@<exact version> or pypi:<name>==<exact version>.
@@ -120,11 +121,7 @@ class UsageContract(ContractModel):
     @field_validator("world")
     @classmethod
     def _known_world(cls, value: str) -> str:
-        from mcp_evals_pipeline.upstreams import SERVICES
-
-        if value not in SERVICES:
-            raise ValueError(f"no bundled world {value!r} (known: {', '.join(sorted(SERVICES))})")
-        return value
+        return check_service(value, "world")
 
 
 class UsageCall(ContractModel):

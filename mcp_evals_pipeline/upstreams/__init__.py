@@ -12,6 +12,13 @@ from mcp_evals_pipeline.upstreams.orders import OrdersApi
 SERVICES: dict[str, Callable[[], FakeApi]] = {"orders": OrdersApi, "ops-platform": OpsPlatformApi}
 
 
+def check_service(name: str, what: str) -> str:
+    """`name` if it is a bundled fake, else a ValueError naming the known ones (a task's typo, found at load)."""
+    if name not in SERVICES:
+        raise ValueError(f"unknown {what} {name!r} (known: {', '.join(sorted(SERVICES))})")
+    return name
+
+
 def start_service(name: str) -> FakeService:
     """A fresh running fake with empty state; the caller stops it."""
     try:
@@ -21,4 +28,4 @@ def start_service(name: str) -> FakeService:
     return FakeService(factory())
 
 
-__all__ = ["SERVICES", "FakeApi", "FakeService", "RecordedRequest", "start_service"]
+__all__ = ["SERVICES", "FakeApi", "FakeService", "RecordedRequest", "check_service", "start_service"]
