@@ -31,6 +31,8 @@ from mcp_evals_pipeline.agents.base import (
     MissingCredentials,
     TranscriptWriter,
 )
+from mcp_evals_pipeline.agents.mcp_tools import SYSTEM_PROMPT as USAGE_SYSTEM_PROMPT
+from mcp_evals_pipeline.agents.mcp_tools import McpToolExecutor, mcp_tools
 from mcp_evals_pipeline.agents.tools import TOOL_SCHEMAS, ToolExecutor
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
@@ -115,10 +117,17 @@ class OpenAIAgent(AgentRunner):
             )
 
     def run(self, request: AgentRequest) -> AgentResult:
+        if request.mcp_url is not None:  # a usage task: the server's tools, through the real mcp client
+            with mcp_tools(request.mcp_url, request.transcript) as tools:
+                return self._run(request, tools, tools.schemas, USAGE_SYSTEM_PROMPT)
+        executor = ToolExecutor(request.sandbox, request.transcript, deadline=time.monotonic() + request.time_budget_s)
+        return self._run(request, executor, TOOL_SCHEMAS, SYSTEM_PROMPT)
+
+    def _run(self, request: AgentRequest, executor: ToolExecutor | McpToolExecutor, schemas: list[dict[str, Any]],
+             system_prompt: str) -> AgentResult:
         started = time.monotonic()
         deadline = started + request.time_budget_s
         transcript = request.transcript
-        executor = ToolExecutor(request.sandbox, transcript, deadline=deadline)
         model = request.model or AGENT_PINS["openai"].model or ""
         settings = Settings.from_options(request.options)
         turns = 0
@@ -137,17 +146,17 @@ class OpenAIAgent(AgentRunner):
             return AgentResult(perf=TrialPerf(duration_ms=0, turns=0, tool_calls=0), infra_reason=Infra.AGENT,
                                error=error, model=model, permanent=True)
 
-        transcript.emit("system", text=SYSTEM_PROMPT, extra={"tools": TOOL_SCHEMAS})
+        transcript.emit("system", text=system_prompt, extra={"tools": schemas})
         transcript.emit("user", text=request.prompt)
         transcript.emit("info", text=f"openai agent: model {model} at {settings.base_url or 'the default endpoint'}",
                         extra={"model": model, "baseUrl": settings.base_url, "maxTurns": request.max_turns,
                                "timeBudgetS": request.time_budget_s,
                                "reasoningEffort": request.reasoning_effort})
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "system", "content": system_prompt},
             {"role": "user", "content": request.prompt},
         ]
-        params: dict[str, Any] = {"model": model, "messages": messages, "tools": TOOL_SCHEMAS}
+        params: dict[str, Any] = {"model": model, "messages": messages, "tools": schemas}
         if request.reasoning_effort:
             params["reasoning_effort"] = request.reasoning_effort
 
