@@ -46,7 +46,11 @@ def _fresh_pool() -> None:
 def test_a_worker_says_what_the_one_shot_tsc_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     strict = _variant(tmp_path, "strict", TOOL_TASK / "golden", {
         "tsconfig.json": STRICT_TSCONFIG, "src/twice.ts": "export function twice(x) {\n  return x * 2;\n}\n"})
-    cases = [TOOL_TASK / "golden", TOOL_TASK / "negatives" / "type-error", strict]
+    # A tsconfig that reaches out of the workspace finds what a one-shot tsc finds there (nothing of the worker's).
+    reaching = _variant(tmp_path, "reaching", TOOL_TASK / "golden", {"tsconfig.json": (
+        '{"compilerOptions": {"allowJs": true, "checkJs": true, "noEmit": true, "strict": true, "module": "ESNext", '
+        '"moduleResolution": "Bundler", "target": "ES2022", "skipLibCheck": true}, "include": ["src", "../**/*"]}\n')})
+    cases = [TOOL_TASK / "golden", TOOL_TASK / "negatives" / "type-error", strict, reaching]
     monkeypatch.setenv(tsc_workers.WORKERS_ENV, "0")
     one_shot = [_typecheck(case) for case in cases]
     monkeypatch.delenv(tsc_workers.WORKERS_ENV)

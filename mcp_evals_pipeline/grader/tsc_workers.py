@@ -25,6 +25,7 @@ import json
 import os
 import select
 import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -75,20 +76,25 @@ class TscWorker:
         root = self._scratch.root
         self.ws = root / "ws"
         (self.ws / "node_modules").mkdir(parents=True)
-        (root / "bin").mkdir()
-        shutil.copy2(SCRIPT, root / "bin" / SCRIPT.name)
+        # The script and the worker's stderr live outside the writable root, read-only in the box: the root holds
+        # the job's files only, as a one-shot tsc's scratch does (a tsconfig that reaches `..` finds the same).
+        self._bin = Path(tempfile.mkdtemp(prefix="tsc-worker-bin-"))
+        self._bin.chmod(0o755)
+        shutil.copy2(SCRIPT, self._bin / SCRIPT.name)
+        (self._bin / SCRIPT.name).chmod(0o644)
         typescript = (self.ws / "node_modules" / "typescript" if key.typescript == "own"
                       else toolchain.node_modules / "typescript") / "lib" / "typescript.js"
         try:
-            self.box = HardenedSandbox(root, net="none", ro_paths=[toolchain.root], pids=64,
+            self.box = HardenedSandbox(root, net="none", ro_paths=[toolchain.root, self._bin], pids=64,
                                        ro_binds=[(key.node_modules, self.ws / "node_modules")])
         except BaseException:
             self._scratch.close()
+            shutil.rmtree(self._bin, ignore_errors=True)
             raise
         self.description = f"{self.box.isolation} (a long-lived tsc, one job at a time)"
         try:
-            self.proc = self.box.spawn(f"cd {self.ws} && exec {toolchain.node} {root / 'bin' / SCRIPT.name} "
-                                       f"{typescript}", root / "stderr.log")
+            self.proc = self.box.spawn(f"cd {self.ws} && exec {toolchain.node} {self._bin / SCRIPT.name} "
+                                       f"{typescript}", self._bin / "stderr.log")
             ready = self._read(time.monotonic() + START_TIMEOUT_S)
             if ready is None or not json.loads(ready).get("ready"):
                 raise WorkerFailed(f"the worker did not start: {self._stderr()}")
@@ -98,7 +104,7 @@ class TscWorker:
 
     def _stderr(self) -> str:
         with contextlib.suppress(OSError):
-            return (self._scratch.root / "stderr.log").read_text(errors="replace")[-800:]
+            return (self._bin / "stderr.log").read_text(errors="replace")[-800:]
         return ""
 
     def _read(self, deadline: float) -> bytes | None:
@@ -164,6 +170,7 @@ class TscWorker:
         with contextlib.suppress(Exception):
             self.box.close()
         self._scratch.close()
+        shutil.rmtree(self._bin, ignore_errors=True)
 
 
 class _Pool:
