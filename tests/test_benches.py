@@ -4,6 +4,7 @@ pandas implementation and the SQL models agree table by table."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -24,10 +25,12 @@ def test_sql_models_bench_agrees_with_pandas_at_a_small_size() -> None:
 def test_trial_overhead_bench_runs() -> None:
     done = _bench("bench/trial_overhead_bench.py", "--trials", "2")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "2 trials (replay agent, 23 build tasks)" in done.stdout and "harness overhead per trial" in done.stdout
+    assert re.search(r"2 trials \(replay agent, \d+ build tasks\)", done.stdout)
+    assert "harness overhead per trial" in done.stdout
     usage = _bench("bench/trial_overhead_bench.py", "--trials", "2", "--kind", "usage")
     assert usage.returncode == 0, usage.stdout[-2000:] + usage.stderr[-2000:]
-    assert "2 trials (replay agent, 6 usage tasks)" in usage.stdout and "target <= 1500 ms" in usage.stdout
+    assert re.search(r"2 trials \(replay agent, \d+ usage tasks\)", usage.stdout), usage.stdout[-2000:]
+    assert "target <= 1500 ms" in usage.stdout
 
 
 def test_grader_bench_runs() -> None:

@@ -33,6 +33,7 @@ def test_every_legitimate_solution_passes_and_every_stage_still_catches_its_nega
     failure code the suite declares fails exactly there. The whole suite (461 solutions) takes ~18 min on 2 cores,
     mostly tsc parsing mcp-use's types (bench/grader_bench.py); `mcp-evals verify-tasks` grades all of it."""
     done = _verify("--quick", "--json")
+    assert done.stdout.strip(), f"verify-tasks printed no report (exit {done.returncode}): {done.stderr[-3000:]}"
     report = json.loads(done.stdout)
     bad = [(r["task"], r["solution"], r["expected"], r["got"], r["why"]) for r in report["results"] if not r["ok"]]
     assert done.returncode == 0 and report["ok"], bad or report["taskErrors"]

@@ -14,8 +14,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import anyio
-
 from mcp_evals_pipeline.conditions import Condition
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.grade import TrialGrade
@@ -26,7 +24,7 @@ from mcp_evals_pipeline.trial_dir import SERVER_LOG, TRANSCRIPT_FILE
 from mcp_evals_pipeline.upstreams.base import RecordedRequest
 from mcp_evals_pipeline.usage.marker import mark
 from mcp_evals_pipeline.usage.sessions import play
-from mcp_evals_pipeline.usage.world import WorldError, running_world
+from mcp_evals_pipeline.usage.world import WorldError, running_world, running_world_async
 
 WORLD_FILE = "world.json"
 
@@ -82,15 +80,15 @@ class UsageKind(TaskKind):
         return mark(contract, requests, final_reply(trial_dir / TRANSCRIPT_FILE)).grade(contract)
 
     async def verify(self, task: Task, solution: Solution, scratch: Path) -> TrialGrade:
+        """Never raises: a world or server that fails is an infra grade, as a crashed grader is for a build task."""
         contract = _contract(task)
         session = UsageSession.model_validate_json(solution.path.read_text(encoding="utf-8"))
-        world_cm = running_world(contract)
         try:
-            world = await anyio.to_thread.run_sync(world_cm.__enter__)
+            async with running_world_async(contract) as world:
+                await play(session, world)
+                return mark(contract, world.requests(), session.reply).grade(contract)
         except WorldError as exc:
             return TrialGrade.infra(Infra.SERVER, str(exc), scored=contract.scored_for_pass_rate)
-        try:
-            await play(session, world)
-            return mark(contract, world.requests(), session.reply).grade(contract)
-        finally:
-            await anyio.to_thread.run_sync(world_cm.__exit__, None, None, None)
+        except Exception as exc:  # the server or the client broke mid-session: nothing can be judged
+            return TrialGrade.infra(Infra.SERVER, f"the session could not be played: {type(exc).__name__}: {exc}",
+                                    scored=contract.scored_for_pass_rate)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -17,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -28,6 +30,7 @@ from mcp_evals_pipeline.paths import REPO_ROOT
 from mcp_evals_pipeline.upstreams import FakeService, RecordedRequest, start_service
 
 START_TIMEOUT_S = 30.0
+START_ATTEMPTS = 3  # a server that exits before it listens (its port taken meanwhile) gets another port
 CALL_TIMEOUT_S = 30.0
 
 
@@ -50,35 +53,85 @@ class World:
         return procs.tail(self.server_log, 4000)
 
 
+class _Launch:
+    """The world started and the server spawned; ready once the server listens. Spawned from the calling thread:
+    the server dies with that thread (procs.spawn's parent-death signal), so callers spawn from a thread that
+    outlives the world (never an anyio worker thread, which may exit while the world is in use)."""
+
+    def __init__(self, contract: UsageContract):
+        if contract.server.path is None:
+            raise WorldError(f"published servers ({contract.server.package}) cannot be run yet")
+        entry = (REPO_ROOT / contract.server.path).resolve()
+        if not entry.is_file() or not entry.is_relative_to(REPO_ROOT):
+            raise WorldError(f"no server at {contract.server.path} in this repository")
+        self.contract = contract
+        self.entry = entry
+        self.service = start_service(contract.world)
+        self.scratch = Path(tempfile.mkdtemp(prefix="usage-world-"))
+        self.log = self.scratch / "server.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.spawns = 0
+        try:
+            self._spawn()
+        except BaseException:
+            self.stop()
+            raise
+        self.deadline = time.monotonic() + START_TIMEOUT_S
+
+    def _spawn(self) -> None:
+        self.spawns += 1
+        self.port = procs.free_port()
+        env = procs.sanitized_env(home=self.scratch, tmp=self.scratch, extra={
+            **{k: v.replace("{world}", self.service.base_url) for k, v in self.contract.server.env.items()},
+            "PORT": str(self.port)})
+        self.proc = procs.spawn([sys.executable, str(self.entry)], cwd=self.scratch, env=env, log_path=self.log)
+
+    def ready(self) -> bool:
+        """True once *our* server listens on its port (a port handed out and released can go to another world's
+        fake, or to a connection, before the server binds it); a server that lost that race is started again on
+        another port. Raises WorldError when it keeps exiting or runs out of time."""
+        assert self.proc is not None
+        if self.port in procs.listening_ports(self.proc.pid):
+            return True
+        if self.proc.poll() is not None and self.spawns < START_ATTEMPTS:
+            self._spawn()
+            return False
+        if self.proc.poll() is not None or time.monotonic() > self.deadline:
+            raise WorldError(f"the server {self.contract.server.path} did not listen on PORT={self.port}: "
+                             f"{procs.tail(self.log, 800)}")
+        return False
+
+    def world(self) -> World:
+        return World(self.service, f"http://127.0.0.1:{self.port}/mcp", self.log)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            procs.kill_tree(self.proc)
+        self.service.stop()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def running_world(contract: UsageContract) -> Iterator[World]:
-    if contract.server.path is None:
-        raise WorldError(f"published servers ({contract.server.package}) cannot be run yet")
-    entry = (REPO_ROOT / contract.server.path).resolve()
-    if not entry.is_file() or not entry.is_relative_to(REPO_ROOT):
-        raise WorldError(f"no server at {contract.server.path} in this repository")
-    service = start_service(contract.world)
-    scratch = Path(tempfile.mkdtemp(prefix="usage-world-"))
-    proc = None
+    launch = _Launch(contract)
     try:
-        port = procs.free_port()
-        env = procs.sanitized_env(home=scratch, tmp=scratch, extra={
-            **{k: v.replace("{world}", service.base_url) for k, v in contract.server.env.items()},
-            "PORT": str(port)})
-        log = scratch / "server.log"
-        proc = procs.spawn([sys.executable, str(entry)], cwd=scratch, env=env, log_path=log)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not procs.can_connect("127.0.0.1", port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise WorldError(f"the server {contract.server.path} did not listen on PORT={port}: "
-                                 f"{procs.tail(log, 800)}")
+        while not launch.ready():
             time.sleep(0.05)
-        yield World(service, f"http://127.0.0.1:{port}/mcp", log)
+        yield launch.world()
     finally:
-        if proc is not None:
-            procs.kill_tree(proc)
-        service.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
+        launch.stop()
+
+
+@contextlib.asynccontextmanager
+async def running_world_async(contract: UsageContract) -> AsyncIterator[World]:
+    """running_world for an event loop: spawned from the loop's thread, waited for without blocking it."""
+    launch = _Launch(contract)
+    try:
+        while not launch.ready():
+            await anyio.sleep(0.05)
+        yield launch.world()
+    finally:
+        await anyio.to_thread.run_sync(launch.stop)
 
 
 @contextlib.asynccontextmanager
