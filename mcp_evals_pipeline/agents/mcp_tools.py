@@ -15,7 +15,7 @@ from typing import Any
 from anyio.from_thread import start_blocking_portal
 
 from mcp_evals_pipeline.agents.base import TranscriptWriter
-from mcp_evals_pipeline.usage.world import mcp_client
+from mcp_evals_pipeline.usage.world import mcp_client, result_text
 
 SYSTEM_PROMPT = """\
 You are an assistant that acts for the user on their operations platform, through the tools you are given (and
@@ -46,7 +46,7 @@ class McpToolExecutor:
         self.calls += 1
         try:
             result = self._portal.call(self._client.call_tool, name, args)
-            text = " ".join(getattr(block, "text", "") for block in result.content)[:RESULT_CHARS]
+            text = result_text(result)[:RESULT_CHARS]
             failed = bool(result.is_error)
         except Exception as exc:  # an unknown tool, a protocol error: the model reads it, as from a real client
             text, failed = f"{type(exc).__name__}: {exc}", True

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio
-
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner
 from mcp_evals_pipeline.agents.tools import TOOL_NAMES, ToolExecutor
 from mcp_evals_pipeline.contracts.failures import Infra
@@ -190,8 +188,8 @@ class ReplayAgent(AgentRunner):
     def _run_usage(self, request: AgentRequest) -> AgentResult:
         """A usage task: the recorded session's tool calls made on the server under evaluation through the real
         mcp client (usage sessions are `sessions/*.json`), then its final reply."""
+        from mcp_evals_pipeline.agents.mcp_tools import mcp_tools
         from mcp_evals_pipeline.contracts.usage import UsageSession
-        from mcp_evals_pipeline.usage.world import mcp_client
 
         started = time.monotonic()
         transcript = request.transcript
@@ -211,20 +209,13 @@ class ReplayAgent(AgentRunner):
                         extra={"session": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:12]})
         transcript.emit("user", text=request.prompt)
 
-        async def calls_on_server() -> None:
-            nonlocal calls
-            assert request.mcp_url is not None
-            async with mcp_client(request.mcp_url) as client:
-                for n, call in enumerate(session.calls, 1):
-                    transcript.emit("tool_call", tool=call.tool, call_id=f"replay-{n}", args=call.arguments)
-                    result = await client.call_tool(call.tool, call.arguments)
-                    calls += 1
-                    text = " ".join(getattr(block, "text", "") for block in result.content)
-                    transcript.emit("tool_result", tool=call.tool, call_id=f"replay-{n}", text=text[:4000],
-                                    exit_code=1 if result.is_error else 0)
-
+        assert request.mcp_url is not None
         try:
-            anyio.run(calls_on_server)
+            # The same executor a live model's calls go through: the same transcript events, the same errors.
+            with mcp_tools(request.mcp_url, transcript) as tools:
+                for n, call in enumerate(session.calls, 1):
+                    tools.execute(call.tool, call.arguments, call_id=f"replay-{n}")
+                    calls = tools.calls
         except Exception as exc:  # the server under evaluation or the client broke: not the session's doing
             error = f"replay could not use the server: {type(exc).__name__}: {exc}"
             transcript.emit("error", text=error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_evals_pipeline.contracts.usage import UsageSession
-from mcp_evals_pipeline.usage.world import World, mcp_client
+from mcp_evals_pipeline.usage.world import World, mcp_client, result_text
 
 ORACLE = "oracle"  # sessions/oracle.json: the job done right, must be marked pass
 
@@ -16,7 +16,7 @@ async def play(session: UsageSession, world: World) -> list[dict[str, Any]]:
     async with mcp_client(world.url) as client:
         for call in session.calls:
             result = await client.call_tool(call.tool, call.arguments)
-            text = " ".join(getattr(block, "text", "") for block in result.content)
+            text = result_text(result)
             exchanges.append({"tool": call.tool, "arguments": call.arguments, "isError": bool(result.is_error),
                               "result": text[:2000]})
     return exchanges

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -132,6 +133,11 @@ async def running_world_async(contract: UsageContract) -> AsyncIterator[World]:
         yield launch.world()
     finally:
         await anyio.to_thread.run_sync(launch.stop)
+
+
+def result_text(result: Any) -> str:
+    """The text of a CallToolResult's content blocks (what a model or a transcript reads of it)."""
+    return " ".join(getattr(block, "text", "") for block in result.content)
 
 
 @contextlib.asynccontextmanager
