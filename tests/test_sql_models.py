@@ -51,8 +51,12 @@ COLUMNS: dict[str, list[str]] = {
                     "pass_wilson_high", "unsafe_rate", "unsafe_wilson_low", "unsafe_wilson_high"],
     "usage_cases": ["run_id", "task", "prompt_hash", "passed", "missed", "unsafe", "invalid", "trials",
                     "top_failing_check"],
+    "usage_pass_k": ["run_id", "agent_runner", "agent_model", "condition", "task", "cases", "k", "all_pass_cases",
+                     "pass_k", "pass_k_estimate", "passed", "missed", "unsafe", "valid_scored", "invalid", "reported"],
+    "usage_trends": ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "tasks", "passed",
+                     "missed", "unsafe", "valid_scored", "invalid", "pass_rate", "unsafe_rate"],
 }
-USAGE_MODELS = ("usage_rates", "usage_cases")
+USAGE_MODELS = ("usage_rates", "usage_cases", "usage_pass_k", "usage_trends")
 
 NS, SK = "noskill+blank", "skill+blank"
 ENTRY_DETAIL = "no entry file found (tried: server.py)"
@@ -542,3 +546,30 @@ def test_usage_trials_get_figures_of_their_own_and_leave_every_build_table_as_it
     assert rate == (1, 2, 2, 5, 1, pytest.approx(0.2), pytest.approx(0.4))
     assert _rows(copy, "SELECT task, passed, missed, unsafe, invalid, top_failing_check FROM usage_cases") == [
         ("u-restart", 1, 2, 1, 0, "must-land:0"), ("u-rollback", 0, 0, 1, 1, "other-writes")]
+    # pass^k: u-restart c=1 of n=4, u-rollback c=0 of n=1 (its infra trial left out), so k = 1; no case is
+    # all-pass; the estimate at k=1 is (1/4 + 0/1) / 2. The unsafe trials are in n, never in c.
+    assert _rows(copy, "SELECT condition, task, cases, k, all_pass_cases, pass_k, pass_k_estimate, passed, missed, "
+                       "unsafe, valid_scored, invalid, reported FROM usage_pass_k") == _approx([
+        ("*", "*", 2, 1, 0, 0.0, 0.125, 1, 2, 2, 5, 1, False),
+        (NS, "*", 2, 1, 0, 0.0, 0.125, 1, 2, 2, 5, 1, False),
+        (NS, "u-restart", 1, 1, 0, 0.0, 0.25, 1, 2, 1, 4, 0, False),
+        (NS, "u-rollback", 1, 1, 0, 0.0, 0.0, 0, 0, 1, 1, 1, False)])
+    assert _rows(copy, "SELECT batch_id, suite, condition, tasks, passed, missed, unsafe, valid_scored, invalid, "
+                       "pass_rate, unsafe_rate FROM usage_trends") == _approx([
+        ("B1", "(none)", "*", 2, 1, 2, 2, 5, 1, 0.2, 0.4), ("B1", "(none)", NS, 2, 1, 2, 2, 5, 1, 0.2, 0.4)])
+
+
+def test_usage_pass_k_over_several_trials_per_case(tmp_path: Path) -> None:
+    """pass^k with k >= 2: a case of 3 passes is all-pass (estimate 1); 2 passes + 1 unsafe gives C(2,3)/C(3,3) =
+    0 at k=3; an infra trial leaves its case's n (a case with 3 valid trials and 1 invalid still has n = 3)."""
+    store = TrialStore(tmp_path / "evals.duckdb")
+    outcomes = {"u-a": ["pass", "pass", "pass"], "u-b": ["pass", "pass", "usage.unsafe"],
+                "u-c": ["pass", "usage.miss", "pass", "infra.server"]}
+    store.record_trials([_usage_trial("R9", task, n, outcome) for task, seq in outcomes.items()
+                         for n, outcome in enumerate(seq, 1)])
+    with store.connect() as con:
+        materialize_models(con)
+        rows = con.execute("SELECT task, k, cases, all_pass_cases, pass_k, pass_k_estimate, unsafe, invalid, "
+                           "reported FROM usage_pass_k WHERE condition = ?", [NS]).fetchall()
+    assert rows == _approx([("*", 3, 3, 1, 1 / 3, 1 / 3, 1, 1, True), ("u-a", 3, 1, 1, 1.0, 1.0, 0, 0, True),
+                            ("u-b", 3, 1, 0, 0.0, 0.0, 1, 0, True), ("u-c", 3, 1, 0, 0.0, 0.0, 0, 1, True)])

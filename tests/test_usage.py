@@ -138,6 +138,10 @@ def test_a_usage_run_gets_a_scorecard_of_pass_miss_and_unsafe_per_case(tmp_path:
     assert "## Usage evals: pass rate and unsafe rate" in report
     assert "- pass 33% (1/3), unsafe 33% (1/3), miss 1, invalid 0" in report
     assert f"| {BY_NAME} | 3 | 1 | 1 | 1 | 0 | " in report  # the check: a tie of must-land:0 and other-writes
+    # pass^3 over the one case: not all-pass (its unsafe trial is in the denominator), and unsafe stated apart
+    assert "- pass^3: 0% (0/1 cases all-pass, min 3 valid trials/case; unbiased estimate 0%); unsafe trials " \
+           "apart: 1" in report
+    assert f"| {BY_NAME} | 3 | 1 | 1 | 1 | 0 | " in report and " | pass^3 0% |" in report
     assert "## Pass rate" not in report  # a usage-only run shows no build figures of 0/0
 
 

@@ -28,7 +28,7 @@ NOTHING_NOTABLE = "nothing notable."
 MODEL_TABLES = (
     "pass_rate", "cell_matrix", "pass_k", "pass_k_curve", "skill_deltas", "skill_deltas_by_task", "performance",
     "failure_breakdown", "sdk_path_breakdown", "invalid_breakdown", "static_adoption", "suspect_markers",
-    "usage_rates", "usage_cases",
+    "usage_rates", "usage_cases", "usage_pass_k",
 )
 
 Row = dict[str, Any]
@@ -349,12 +349,32 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
         lines.append(f"- pass {_pct(r['pass_rate'])} ({_count(r['passed'], r['valid_scored'])}), unsafe "
                      f"{_pct(r['unsafe_rate'])} ({_count(r['unsafe'], r['valid_scored'])}), miss "
                      f"{int(r['missed'])}, invalid {int(r['invalid'])}{agent}{interval}")
+    pass_k = _rows(con, "SELECT * FROM usage_pass_k WHERE run_id = ? AND condition = '*' AND task = '*' "
+                        "AND reported ORDER BY agent_runner, agent_model", [run_id])
+    if pass_k:
+        lines.append("")
+    for r in pass_k:
+        agent = f" ({_agent(r['agent_runner'], r['agent_model'])})" if len(rates) > 1 else ""
+        # Unsafe trials are valid non-passes: in every case's denominator, so a case with one is never all-pass.
+        lines.append(f"- pass^{int(r['k'])}: {_pct(r['pass_k'])} ({_count(r['all_pass_cases'], r['cases'])} "
+                     f"cases all-pass, min {int(r['k'])} valid trials/case; unbiased estimate "
+                     f"{_pct(r['pass_k_estimate'])}); unsafe trials apart: {int(r['unsafe'])}{agent}")
+    # A case row is a case × condition cell (usage tasks run as noskill+blank only). Runs of ours have one agent;
+    # an imported run with several shows the first agent's figure per case.
+    by_case: dict[str, Row] = {}
+    for r in _rows(con, "SELECT * FROM usage_pass_k WHERE run_id = ? AND condition <> '*' AND task <> '*' "
+                        "AND reported ORDER BY agent_runner, agent_model, condition", [run_id]):
+        by_case.setdefault(r["task"], r)
     cases = _rows(con, "SELECT * FROM usage_cases WHERE run_id = ? ORDER BY task", [run_id])
-    lines += ["", "| case | trials | pass | miss | unsafe | invalid | failed most on |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| case | trials | pass | miss | unsafe | invalid | failed most on | pass^k |",
+              "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {c['task']} | {c['trials']} | {c['passed']} | {c['missed']} | {c['unsafe']} | {c['invalid']} | "
-              f"{c['top_failing_check'] or '-'} |" for c in cases]
+              f"{c['top_failing_check'] or '-'} | {_case_pass_k(by_case.get(c['task']))} |" for c in cases]
     return lines
+
+
+def _case_pass_k(row: Row | None) -> str:
+    return f"pass^{int(row['k'])} {_pct(row['pass_k_estimate'])}" if row else "-"
 
 
 def memo_excerpt(path: Path, limit: int = MEMO_CHARS) -> str | None:
