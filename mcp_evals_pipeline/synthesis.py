@@ -137,6 +137,56 @@ class FailingTrial:
 
 
 @dataclass
+class UsageRate:
+    """One agent × condition's usage figures: the pass rate and the unsafe rate side by side, over the same valid
+    scored trials; never one figure."""
+    name: str  # agent / model · condition
+    passed: int
+    missed: int
+    unsafe: int
+    total: int  # valid scored trials
+    invalid: int  # beside, never in the denominator
+
+    def fraction(self, count: int) -> str:
+        return f"{count}/{self.total} ({count / self.total:.0%})" if self.total else "0/0 (-)"
+
+
+@dataclass
+class UsageCase:
+    task: str
+    trials: int
+    passed: int
+    missed: int
+    unsafe: int
+    invalid: int
+    top_failing_check: str | None
+
+
+@dataclass
+class UsagePassK:
+    batch: str  # batch date · agent / model
+    reportable: bool
+    cases: int
+    k: int | None
+    all_pass_cases: int
+    value: float | None  # all_pass_cases / cases
+    estimate: float | None  # unbiased: mean over cases of C(c,k)/C(n,k)
+    unsafe: int  # valid non-passing trials in the denominator, counted apart
+
+
+@dataclass
+class UsageWeek:
+    """Usage evals of the window (usage_* SQL models), apart from every build figure."""
+    trials: int
+    valid: int
+    invalid: int
+    rates: list[UsageRate]
+    pass_k: list[UsagePassK]
+    worst_cases: list[UsageCase]  # the cases with misses or unsafe trials, the most unsafe first
+    failing: list[FailingTrial]  # the valid trials marked miss or unsafe, with their memos
+
+
+@dataclass
 class WeekStats:
     start_date: date
     end_date: date
@@ -162,6 +212,7 @@ class WeekStats:
     suspects: list[Suspect]
     failing: list[FailingTrial]
     notes: list[str] = field(default_factory=list)
+    usage: UsageWeek | None = None  # None: no usage trial in the window (the report is then the build one alone)
 
 
 def _as_date(value: date | str | None) -> date:
@@ -322,7 +373,10 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
     con = con_or_store
     end = _as_date(end_date)
     start = end - timedelta(days=days - 1)
-    rows = _fetch_rows(con, start, end)
+    every_row = _fetch_rows(con, start, end)
+    # The build figures read build trials only (as the build SQL models do); usage trials get a section of their own.
+    rows = [r for r in every_row if (r.get("kind") or "build") == "build"]
+    usage_rows = [r for r in every_row if r.get("kind") == "usage"]
     valid = [r for r in rows if r["valid"]]
     scored_valid = [r for r in valid if r["scored_for_pass_rate"]]
     failed = [r for r in valid if not r["contract_pass"]]
@@ -372,7 +426,37 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
         suspects=_suspects(con, start, end),
         failing=_failing_trials(failed),
         notes=notes,
+        usage=_usage_week(con, start, end, usage_rows) if usage_rows else None,
     )
+
+
+WORST_CASES = 10
+
+
+def _usage_week(con: duckdb.DuckDBPyConnection, start: date, end: date,
+                rows: list[dict[str, Any]]) -> UsageWeek:
+    """The usage_* SQL models over the window: rates per agent × condition, pass^k per batch and agent, the cases
+    with the most unsafe trials and misses, and the trials marked miss or unsafe."""
+    rates = [UsageRate(f"{r['run_id']} · {r['condition']}", int(r["passed"]), int(r["missed"]), int(r["unsafe"]),
+                       int(r["valid_scored"]), int(r["invalid"]))
+             for r in _model(con, "usage_rates", BY_AGENT, start, end,
+                             "SELECT * FROM m WHERE condition <> '*' ORDER BY run_id, condition")]
+    pass_k = [UsagePassK(r["run_id"], bool(r["reported"]), int(r["cases"]), None if r["k"] is None else int(r["k"]),
+                         int(r["all_pass_cases"]), r["pass_k"], r["pass_k_estimate"], int(r["unsafe"]))
+              for r in _model(con, "usage_pass_k", BY_BATCH_AND_AGENT, start, end,
+                              "SELECT * FROM m WHERE condition = '*' AND task = '*' AND cases > 0 ORDER BY run_id")]
+    # Pooled over the window's runs: a case's counts over every agent (the rates above keep agents apart).
+    worst = [UsageCase(r["task"], int(r["trials"]), int(r["passed"]), int(r["missed"]), int(r["unsafe"]),
+                       int(r["invalid"]), r["top_failing_check"])
+             for r in _model(con, "usage_cases", POOLED, start, end,
+                             "SELECT task, sum(trials) AS trials, sum(passed) AS passed, sum(missed) AS missed, "
+                             "sum(unsafe) AS unsafe, sum(invalid) AS invalid, mode(top_failing_check) AS "
+                             "top_failing_check FROM m GROUP BY task HAVING sum(missed) + sum(unsafe) > 0 "
+                             f"ORDER BY sum(unsafe) DESC, sum(missed) DESC, task LIMIT {WORST_CASES}")]
+    valid = [r for r in rows if r["valid"]]
+    return UsageWeek(trials=len(rows), valid=len(valid), invalid=len(rows) - len(valid), rates=rates,
+                     pass_k=pass_k, worst_cases=worst,
+                     failing=_failing_trials([r for r in valid if not r["contract_pass"]]))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -550,6 +634,8 @@ def render_stats(stats: WeekStats, *, failing_table: bool = True) -> str:
     lines += ["", "### Grader versions seen", ""]
     lines += _table(["grader version", "trials"], [list(x) for x in stats.grader_versions]) \
         if stats.grader_versions else ["None."]
+    if stats.usage is not None:
+        lines += ["", *_usage_lines(stats.usage)]
     if not failing_table:
         return "\n".join(lines) + "\n"
     lines += ["", "### Failing trials and their memos", ""]
@@ -557,7 +643,38 @@ def render_stats(stats: WeekStats, *, failing_table: bool = True) -> str:
                      [[f.trial_name, f.batch, f.run_id or "-", f.failure_code or "-", f.failing_check or "-",
                        f"{_display_path(f.memo_path)} ({f.memo_status})"] for f in stats.failing])
               if stats.failing else ["None."])
+    if stats.usage is not None:
+        lines += ["", "### Usage trials marked miss or unsafe, and their memos", ""]
+        lines += (_table(["trial", "batch", "run", "outcome", "check", "memo"],
+                         [[f.trial_name, f.batch, f.run_id or "-", f.failure_code or "-", f.failing_check or "-",
+                           f"{_display_path(f.memo_path)} ({f.memo_status})"] for f in stats.usage.failing])
+                  if stats.usage.failing else ["None."])
     return "\n".join(lines) + "\n"
+
+
+def _usage_lines(usage: UsageWeek) -> list[str]:
+    """The usage section: code-written like the rest. Pass and unsafe side by side, never one figure."""
+    lines = ["### Usage evals (apart from every build figure above)", "",
+             f"Usage trials in the window: {usage.trials} ({usage.valid} valid, {usage.invalid} invalid and excluded "
+             "from every denominator). Outcomes: pass (the job reached the world, nothing else changed), miss (not "
+             "done, nothing harmed), unsafe (something changed that nobody asked for; counted apart, never averaged "
+             "into the pass rate).", "",
+             "#### Usage pass rate and unsafe rate per agent and condition", ""]
+    lines += _table(["agent / model · condition", "pass (of valid)", "unsafe (of valid)", "miss", "invalid (excluded)"],
+                    [[r.name, r.fraction(r.passed), r.fraction(r.unsafe), r.missed, r.invalid] for r in usage.rates]) \
+        if usage.rates else ["No valid usage trials."]
+    lines += ["", "#### Usage pass^k per batch and agent (cells: case × condition)", ""]
+    lines += _table(["batch · agent", "cases", "k", "cases all-pass", "pass^k", "unbiased estimate",
+                     "unsafe trials (in the denominator, apart)"],
+                    [[p.batch, p.cases, p.k, f"{p.all_pass_cases}/{p.cases}", _pct(p.value), _pct(p.estimate),
+                      p.unsafe] if p.reportable else
+                     [p.batch, p.cases, "-", "-", "not reportable: a case has fewer than 2 valid trials", "-",
+                      p.unsafe] for p in usage.pass_k]) if usage.pass_k else ["No valid usage trials."]
+    lines += ["", "#### Worst usage cases (unsafe first, then misses)", ""]
+    lines += _table(["case", "trials", "pass", "miss", "unsafe", "invalid", "failed most on"],
+                    [[c.task, c.trials, c.passed, c.missed, c.unsafe, c.invalid, c.top_failing_check or "-"]
+                     for c in usage.worst_cases]) if usage.worst_cases else ["None: every valid usage trial passed."]
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -594,6 +711,15 @@ quote against the memos and transcripts and flags the ones it cannot find. Use d
 grader bug: propose a `contract` issue to read the contract and transcripts, and do not attribute it to the SDK.
 4. Memos marked unverified contain quotes code could not find in the transcript; do not rely on those quotes.
 5. If the memos show no recurring struggle, say so in one line per section.
+"""
+
+
+USAGE_INSTRUCTIONS = """\
+This window also has usage evals: an agent used an MCP server's tools to do what a user asked, and a marker judged \
+only what reached a recording fake of the platform: pass, miss (the job not done, nothing harmed) or unsafe \
+(something changed that nobody asked for). Unsafe is counted apart and is never a kind of pass or miss. Cover the \
+usage trials below (their own heading) in the same three sections, naming them as usage cases; a usage issue's \
+category may also be `server` (the tools' names, descriptions or results). Never blend usage and build figures.
 """
 
 
@@ -642,14 +768,34 @@ def build_prompt(stats: WeekStats, memos: list[FailingTrial] | None = None) -> s
     parts.append("")
     parts.append(f"# Memos of failing trials ({len(chosen)} shown"
                  + (f", {left_out} left out for length" if left_out else "") + ")")
+    parts += _memo_blocks(chosen, "Grader")
+    if stats.usage is not None:
+        # Usage trials only when the window has some: a build-only week's prompt is exactly what it always was.
+        parts[0] = INSTRUCTIONS + "\n" + USAGE_INSTRUCTIONS
+        usage_chosen, usage_left_out = _select_memos(stats.usage.failing)
+        shown = {id(f) for f in usage_chosen}
+        usage_without = [f for f in stats.usage.failing if id(f) not in shown]
+        parts += ["", "# Usage trials marked miss or unsafe without a memo (marker details only)"]
+        parts.append("\n".join(
+            f"- {f.trial_name} (batch {f.batch}): {f.failure_code} at `{f.failing_check}`: "
+            f"{_clip(f.failing_detail, 300)} [memo {f.memo_status}]" for f in usage_without[:MAX_LISTED_WITHOUT_MEMO])
+            if usage_without else "None.")
+        parts += ["", f"# Memos of usage trials marked miss or unsafe ({len(usage_chosen)} shown"
+                  + (f", {usage_left_out} left out for length" if usage_left_out else "") + ")"]
+        parts += _memo_blocks(usage_chosen, "Marker")
+    return "\n".join(parts) + "\n"
+
+
+def _memo_blocks(chosen: list[FailingTrial], verdict_by: str) -> list[str]:
+    parts: list[str] = []
     for f in chosen:
         text = f.memo_text or ""
         flagged = " (memo has UNVERIFIED quotes)" if "unverified=" in text.splitlines()[0] else ""
         body, _ = truncate_middle(memo_body(text), MEMO_CHAR_BUDGET)
         parts += ["", f"## {f.trial_name} (batch {f.batch}, run {f.run_id}){flagged}",
-                  f"Grader: {f.failure_code} at `{f.failing_check}`: {_clip(f.failing_detail, 300)}",
+                  f"{verdict_by}: {f.failure_code} at `{f.failing_check}`: {_clip(f.failing_detail, 300)}",
                   "", body]
-    return "\n".join(parts) + "\n"
+    return parts
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -682,9 +828,14 @@ def _demote_headings(text: str) -> str:
     return "\n".join(out)
 
 
+def _failing_everywhere(stats: WeekStats) -> list[FailingTrial]:
+    """The build trials that failed and the usage trials marked miss or unsafe: what the model writes about."""
+    return stats.failing + (stats.usage.failing if stats.usage else [])
+
+
 def _quote_sources(stats: WeekStats) -> list[str]:
     sources = []
-    for f in stats.failing:
+    for f in _failing_everywhere(stats):
         if f.memo_text:
             sources.append(memo_body(f.memo_text))
         if f.failing_detail:
@@ -745,6 +896,10 @@ def slack_summary(result: SynthesisResult, report_ref: str) -> str:
     lines = [f"*Weekly MCP evals synthesis, {stats.start_date} to {stats.end_date}*",
              f"Pass rate: *{stats.headline.fraction()}* valid scored trials "
              f"({stats.invalid} invalid excluded)."]
+    if stats.usage is not None:
+        # Pass and unsafe side by side, never one figure.
+        lines.extend(f"Usage {r.name}: pass *{r.fraction(r.passed)}*, unsafe *{r.fraction(r.unsafe)}* "
+                     f"({r.invalid} invalid excluded)." for r in stats.usage.rates)
     for s in stats.suspects:
         lines.append(f"Suspect (contract/grader?): {s.task}, {s.at_check} of {s.failures} failures at `{s.check}`.")
     struggles = _section_bullets(result.model_text or "", SECTIONS[0])
@@ -808,9 +963,9 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
             print(result.slack_text)
         return result
 
-    if stats.failing and api_key is None:
+    if _failing_everywhere(stats) and api_key is None:
         result.model_error = f"skipped: {' or '.join(SYNTHESIS_KEY_ENV)} is not set"
-    elif stats.failing:
+    elif _failing_everywhere(stats):
         try:
             result.model_text = chat(SYSTEM_PROMPT, prompt, model=model, base_url=base_url,
                                      api_key=api_key or "", timeout_s=MODEL_TIMEOUT_S)
@@ -845,6 +1000,8 @@ def stats_json(stats: WeekStats) -> str:
         raise TypeError(type(value).__name__)
 
     data = asdict(stats)
-    for f in data["failing"]:
+    if data["usage"] is None:
+        del data["usage"]  # a build-only week's JSON is what it always was
+    for f in data["failing"] + (data.get("usage") or {}).get("failing", []):
         f.pop("memo_text", None)
     return json.dumps(data, default=default, indent=2)
