@@ -15,10 +15,13 @@ $(STAMP): pyproject.toml uv.lock
 
 setup: $(STAMP)
 
-# The keyless default batch: verify-tasks, then replay agent x every task x two conditions x 3 trials, as Dagster
-# runs in the project-local instance, then the SQL models and the scorecard (its path is printed last).
+# The keyless default batch: verify-tasks, then replay agent x every build task x two conditions x 3 trials, as
+# Dagster runs in the project-local instance, then the SQL models and the scorecard; then the same for the usage
+# suite (noskill+blank only: usage tasks have no skill or scaffold). Both land in the same run (batch date x replay),
+# so the scorecard path printed last shows the build figures and the usage section (pass / miss / unsafe per case).
 run: $(STAMP)
 	$(VENV)/bin/mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3
+	$(VENV)/bin/mcp-evals eval --suite ops-platform --agent replay --condition noskill+blank --trials 3
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

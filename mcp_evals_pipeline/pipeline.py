@@ -93,8 +93,8 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         check_id(request.batch_id, "batch id")  # it names the run directory: refused before anything is written
     for task_id in request.task_ids:
         check_id(task_id, "task id")
-    # Without a selection, the build tasks: a usage batch is asked for by name (--suite ops-platform) until the
-    # scorecard has usage tables of its own, so no run pools the two kinds' figures.
+    # Without a selection, the build tasks (what a bare `eval` has always run): a usage batch
+    # is asked for by name (--suite ops-platform), as `make run`'s second batch does.
     tasks = ([get_task(t) for t in request.task_ids] if request.task_ids
              else [t for t in discover_tasks()[0] if t.kind == "build"])
     for condition in request.conditions:

@@ -8,10 +8,14 @@ import shutil
 from pathlib import Path
 
 import anyio
+import dagster as dg
+import duckdb
 import httpx2
 import pytest
 
 from mcp_evals_pipeline.contracts.usage import UsageContract
+from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
 from mcp_evals_pipeline.reporting.scorecard import render_report
 from mcp_evals_pipeline.runs import write_run_file
 from mcp_evals_pipeline.sql_models import materialize_models
@@ -22,7 +26,7 @@ from mcp_evals_pipeline.upstreams import start_service
 from mcp_evals_pipeline.usage.world import mcp_client, running_world
 from mcp_evals_pipeline.verify import verify_tasks
 
-from .conftest import TASKS
+from .conftest import REPO, TASKS
 from .support.openai_server import ScriptedOpenAI, call, reply
 
 USAGE = [t for t in discover_tasks()[0] if t.kind == "usage"]
@@ -176,3 +180,37 @@ def test_the_openai_runner_uses_the_servers_tools_and_is_marked_on_the_outcome(
     fed_back = [m for m in model.requests[1]["messages"] if m["role"] == "tool"]
     assert fed_back and "app_104" in fed_back[0]["content"]  # the server's real answer, from the world
     assert record.perf.tool_calls == sum(len(r["message"].get("tool_calls") or []) for r in SCRIPTS[outcome])
+
+
+def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsafe_per_case(tmp_path: Path) -> None:
+    """`make run`'s two batches through run_batch in a real Dagster instance: a build batch, then usage tasks as a
+    replay batch (noskill+blank x 3: the replay runner plays each case's sessions in name order, one per trial).
+    Both land in one run; its scorecard has the build figures and the usage section, whose per-case pass / miss /
+    unsafe counts are the trial rows'."""
+    recipe = (REPO / "Makefile").read_text().split("\nrun: ")[1].split("\n\n")[0]
+    assert "mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3" in recipe
+    assert "mcp-evals eval --suite ops-platform --agent replay --condition noskill+blank --trials 3" in recipe
+    store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
+    cases = [BY_NAME, "usage-ops-08-delete-env-var"]  # two of the twelve, to keep the test short
+    said: list[str] = []
+    with dg.instance_for_test() as instance:
+        build = run_batch(BatchRequest(agent="replay", task_ids=["py-v4-01-basic-tool-server"], trials=1,
+                                       batch_date="2026-11-25", verify=False), instance, said.append, store)
+        usage = run_batch(BatchRequest(agent="replay", task_ids=cases, conditions=["noskill+blank"], trials=3,
+                                       batch_date="2026-11-25"), instance, said.append, store)
+    assert (build.failed_runs, usage.failed_runs, usage.trial_runs) == (0, 0, 6), said
+    assert usage.run_id == build.run_id and usage.reports
+    report = usage.reports[0].read_text()
+    assert "## Pass rate: " in report and "## Usage evals: pass rate and unsafe rate" in report
+    with duckdb.connect(store.database, read_only=True) as con:
+        counts = con.execute("""SELECT task, count(*) FILTER (WHERE contract_pass),
+                                       count(*) FILTER (WHERE failure_code = 'usage.miss'),
+                                       count(*) FILTER (WHERE failure_code = 'usage.unsafe'),
+                                       count(*) FILTER (WHERE NOT valid)
+                                FROM trials WHERE kind = 'usage' GROUP BY task ORDER BY task""").fetchall()
+    assert counts == [(BY_NAME, 1, 1, 1, 0), ("usage-ops-08-delete-env-var", 1, 1, 1, 0)]  # the sessions' mix
+    for task, passed, missed, unsafe, invalid in counts:
+        assert f"| {task} | 3 | {passed} | {missed} | {unsafe} | {invalid} | " in report
+    assert "- pass 33% (2/6), unsafe 33% (2/6), miss 2, invalid 0" in report
+    assert "- pass^3: 0% (0/2 cases all-pass, min 3 valid trials/case; unbiased estimate 0%); unsafe trials " \
+           "apart: 2" in report
