@@ -23,6 +23,7 @@ from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, load_task
 from mcp_evals_pipeline.trials import TrialSpec, run_trial
 from mcp_evals_pipeline.upstreams import start_service
+from mcp_evals_pipeline.usage.proxy import read_events, tool_calls
 from mcp_evals_pipeline.usage.world import mcp_client, running_world
 from mcp_evals_pipeline.verify import verify_tasks
 
@@ -97,6 +98,10 @@ def test_a_replay_usage_trial_is_marked_on_what_reached_the_world(tmp_path: Path
     assert [e["tool"] for e in events if e["type"] == "tool_call"] == [c["tool"] for c in played["calls"]]
     assert sum(e["type"] == "tool_call" for e in events) == record.perf.tool_calls
     assert [e["text"] for e in events if e["type"] == "assistant"] == [played["reply"]]
+    # The recording proxy between the runner and the server saw the same calls, each with its result.
+    calls = tool_calls(read_events(trial_dir / "mcp-calls.jsonl"))
+    assert [(c.tool, c.arguments) for c in calls] == [(c["tool"], c["arguments"]) for c in played["calls"]]
+    assert all(c.is_error is False and c.text for c in calls)
     with store.connect() as con:
         assert con.execute("SELECT kind, failure_code FROM trials").fetchall() == [
             ("usage", None if outcome == "pass" else outcome)]
@@ -180,6 +185,10 @@ def test_the_openai_runner_uses_the_servers_tools_and_is_marked_on_the_outcome(
     fed_back = [m for m in model.requests[1]["messages"] if m["role"] == "tool"]
     assert fed_back and "app_104" in fed_back[0]["content"]  # the server's real answer, from the world
     assert record.perf.tool_calls == sum(len(r["message"].get("tool_calls") or []) for r in SCRIPTS[outcome])
+    trial_dir = tmp_path / "runs" / record.run_id / "trials" / record.trial_name
+    scripted = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+                for r in SCRIPTS[outcome] for c in r["message"].get("tool_calls") or []]
+    assert [(c.tool, c.arguments) for c in tool_calls(read_events(trial_dir / "mcp-calls.jsonl"))] == scripted
 
 
 def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsafe_per_case(tmp_path: Path) -> None:

@@ -1,8 +1,11 @@
 """The usage kind: an agent uses a server's tools to do what a user asked; marked on what reached the world.
 
-The agent phase runs the world (the recording fake) and the server under evaluation; when it ends, the world's
-record of every request is written to the trial's `world.json` and the server's output to `server.log`, and the
-marker (usage/marker.py) reads those and the final reply in transcript.jsonl: the files are the source of truth.
+The agent phase runs the world (the recording fake), the server under evaluation and, in front of it, the recording
+MCP proxy every runner is given as its server (usage/proxy.py: every call, result, error and confirmation request
+into the trial's `mcp-calls.jsonl` as it happens). When it ends, the world's record of every request is written to
+`world.json` and the server's output to `server.log`, and the marker (usage/marker.py) reads those and the final
+reply in transcript.jsonl: the files are the source of truth. verify-tasks plays its sessions through the same
+proxy, so a session is marked on the same path as a trial.
 Usage tasks have no scaffold and no skill of their own, so only `noskill+blank` trials exist for them.
 """
 
@@ -23,6 +26,7 @@ from mcp_evals_pipeline.tasks.catalog import Solution, Task
 from mcp_evals_pipeline.trial_dir import SERVER_LOG, TRANSCRIPT_FILE
 from mcp_evals_pipeline.upstreams.base import RecordedRequest
 from mcp_evals_pipeline.usage.marker import mark
+from mcp_evals_pipeline.usage.proxy import RECORD_FILE, recording_proxy, running_proxy
 from mcp_evals_pipeline.usage.sessions import play
 from mcp_evals_pipeline.usage.world import WorldError, running_world, running_world_async
 
@@ -62,7 +66,8 @@ class UsageKind(TaskKind):
     def agent_services(self, task: Task, trial_dir: Path) -> Iterator[AgentPhase]:
         with running_world(_contract(task)) as world:
             try:
-                yield AgentPhase(mcp_url=world.url)
+                with running_proxy(world.url, trial_dir / RECORD_FILE) as proxy:
+                    yield AgentPhase(mcp_url=proxy.url)
             finally:
                 records = [dataclasses.asdict(r) for r in world.requests()]
                 (trial_dir / WORLD_FILE).write_text(json.dumps({"world": _contract(task).world,
@@ -84,8 +89,9 @@ class UsageKind(TaskKind):
         contract = _contract(task)
         session = UsageSession.model_validate_json(solution.path.read_text(encoding="utf-8"))
         try:
-            async with running_world_async(contract) as world:
-                await play(session, world)
+            async with running_world_async(contract) as world, \
+                    recording_proxy(world.url, scratch / RECORD_FILE) as proxy:
+                await play(session, proxy.url)
                 return mark(contract, world.requests(), session.reply).grade(contract)
         except WorldError as exc:
             return TrialGrade.infra(Infra.SERVER, str(exc), scored=contract.scored_for_pass_rate)

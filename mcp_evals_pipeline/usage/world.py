@@ -141,10 +141,11 @@ def result_text(result: Any) -> str:
 
 
 @contextlib.asynccontextmanager
-async def mcp_client(url: str) -> AsyncIterator[Client]:
-    """The real mcp client on the server under evaluation."""
+async def mcp_client(url: str, **options: Any) -> AsyncIterator[Client]:
+    """The real mcp client on the server under evaluation; `options` go to mcp.Client (e.g. an elicitation
+    callback)."""
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(30, read=CALL_TIMEOUT_S + 30)) as http:
         client = Client(streamable_http_client(url, http_client=http), mode="legacy",  # type: ignore[arg-type]
-                        cache=None, read_timeout_seconds=CALL_TIMEOUT_S)
+                        cache=None, read_timeout_seconds=CALL_TIMEOUT_S, **options)
         async with client:
             yield client
