@@ -11,4 +11,7 @@ know that a comparison crosses a version boundary."""
 # or `composite` project with type errors pass tsc); long-lived tsc workers give the one-shot tsc's diagnostics.
 # (2.1.0 is never ours: the earlier harness's imported runs carry graderVersion 2.1.0, and an equal string would
 # hide the grader boundary between their rows and ours; tests/test_legacy_import.py keeps it so.)
-GRADER_VERSION = "2.2.0"
+# 2.3.0: the start stage is passed only when the server's own process tree listens on PORT (a connection alone
+# was: a released port taken by another process could stand in for a server that never bound it), and a server
+# that lost its port to another process is started again on another one (infra after 3 lost ports), not failed.
+GRADER_VERSION = "2.3.0"

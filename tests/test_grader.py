@@ -368,3 +368,45 @@ def test_server_dies_with_a_grader_that_is_killed_hard(tmp_path: Path) -> None:
                          write_tree(tmp_path / "next", {"notes.txt": ""}))
     assert not scratch.exists()
     assert not (workspace / "hanging").exists()  # the server ran in the copy
+
+
+@pytest.mark.parametrize("taken", [1, 3])
+def test_a_port_taken_by_another_process_is_the_harness_not_the_workspace(
+        tmp_path: Path, minimal_contract: dict, monkeypatch: pytest.MonkeyPatch, taken: int) -> None:
+    """A port handed out and released can be bound by another process (another trial's server, a fake) before
+    the server under test binds it: a connection there proves nothing, and the server's exit is not its fault.
+    The first `taken` ports handed out are held by a real listener: one is survived on another port; a port lost
+    on every attempt is infra (a host that keeps taking ports; never a pass through the foreign listener, never
+    the workspace's failure)."""
+    import socket
+
+    from mcp_evals_pipeline import procs
+
+    holders = []
+    real_free_port = procs.free_port
+
+    def contended() -> int:
+        if len(holders) < taken:
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+            holders.append(sock)
+            return sock.getsockname()[1]
+        return real_free_port()
+
+    monkeypatch.setattr(procs, "free_port", contended)
+    try:
+        grade = grade_workspace_sync(contract_of(minimal_contract),
+                                     write_tree(tmp_path, {**REQS, "server.py": MINIMAL_SERVER}))
+        held = [sock.getsockname()[1] for sock in holders]
+    finally:
+        for sock in holders:
+            sock.close()
+    assert len(held) == taken
+    if taken == 1:
+        assert grade.contract_pass, grade.first_failure
+        start = next(c for c in grade.checks if c.id == "start")
+        assert "PORT env respected" in start.detail and f"port {held[0]} " not in start.detail
+    else:
+        assert not grade.contract_pass and grade.failure_code == "infra.sandbox", grade.first_failure
+        assert "taken by other processes" in (grade.error or "")

@@ -61,6 +61,7 @@ from mcp_evals_pipeline.versions import GRADER_VERSION
 # How long a server may listen only on some other port before `start` fails (a server may open a helper port
 # first; one that ignores PORT never listens on it).
 FOREIGN_PORT_GRACE_S = 1.5
+START_ATTEMPTS = 3  # a server that lost its port to another process before binding it gets another port
 BUILD_TIMEOUT_S = 600
 SERVER_OUTPUT_CHARS = 20_000
 
@@ -415,40 +416,59 @@ class Grading:
             except Exception as exc:  # a service of the harness did not come up: not the workspace's fault
                 raise InfraFailure(feature.infra,
                                    f"{feature.name}: could not start: {type(exc).__name__}: {exc}") from exc
-        port = procs.free_port()
-        cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
-               else self.runtime.default_start_command(self.installation, self.entry))
         from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
 
         self.close_boxes()  # nothing a build step started outlives it
-        inst = self.installation
-        self._env(port)  # HOME and TMPDIR exist before they are handed to the server's uid
-        box, self.box = server_box.prefix(
-            readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
-            writable=[self._run_dir(), self.scratch / "home", self.scratch / "tmp"], ro_binds=inst.ro_binds,
-            cwd=self._run_dir())
-        self.work.isolation["start"] = self.box
-        cmd = [*box, *cmd]
-        try:
-            self.proc = procs.spawn(cmd, cwd=self._run_dir(), env={**self._env(port), **extra_env},
-                                    log_path=self.scratch / "server.log")
-        except OSError as exc:
-            raise StepFailed(f"could not launch {' '.join(cmd)}: {exc}") from exc
         rel = self.entry.relative_to(self.workspace)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            port = procs.free_port()
+            cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
+                   else self.runtime.default_start_command(self.installation, self.entry))
+            inst = self.installation
+            self._env(port)  # HOME and TMPDIR exist before they are handed to the server's uid
+            box, self.box = server_box.prefix(
+                readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
+                writable=[self._run_dir(), self.scratch / "home", self.scratch / "tmp"], ro_binds=inst.ro_binds,
+                cwd=self._run_dir())
+            self.work.isolation["start"] = self.box
+            cmd = [*box, *cmd]
+            try:
+                self.proc = procs.spawn(cmd, cwd=self._run_dir(), env={**self._env(port), **extra_env},
+                                        log_path=self.scratch / "server.log")
+            except OSError as exc:
+                raise StepFailed(f"could not launch {' '.join(cmd)}: {exc}") from exc
+            if await self._until_listening(port, rel, last_attempt=attempt == START_ATTEMPTS):
+                self.url = f"http://127.0.0.1:{port}/mcp" if self._listens_v4(port) else f"http://[::1]:{port}/mcp"
+                return f"entry {rel}, port {port} (PORT env respected); server boxed in {self.box}"
+        raise AssertionError("unreachable: the last attempt raises")
+
+    def _listens_v4(self, port: int) -> bool:
+        return procs.can_connect("127.0.0.1", port)
+
+    async def _until_listening(self, port: int, rel: Path, last_attempt: bool) -> bool:
+        """True once the server *we* started listens on PORT (a connection alone is not enough: a port handed out
+        and released can go to another trial's server or fake before ours binds it). False when ours exited
+        because another process holds that port (not the workspace's fault: the caller starts it again on
+        another port; a host that keeps taking them is infra); StepFailed for everything else."""
+        assert self.proc is not None
         timeout = self.contract.start_timeout_seconds
         started = time.monotonic()
         foreign_since: float | None = None
         while True:
             if self.proc.poll() is not None:
+                if any(procs.can_connect(h, port) for h in ("127.0.0.1", "::1")):  # lost the port to another process
+                    if not last_attempt:
+                        return False
+                    raise InfraFailure(Infra.SANDBOX, f"PORT={port} and the {START_ATTEMPTS - 1} before it were "
+                                                      f"taken by other processes before the server could bind them")
                 output = procs.tail(self.scratch / "server.log", 800).strip()
                 raise StepFailed(f"entry {rel} exited with code {self.proc.returncode} before listening on "
                                  f"PORT={port}: {clip(output, 800)}")
-            for host, url_host in (("127.0.0.1", "127.0.0.1"), ("::1", "[::1]")):
-                if procs.can_connect(host, port):
-                    self.url = f"http://{url_host}:{port}/mcp"
-                    return f"entry {rel}, port {port} (PORT env respected); server boxed in {self.box}"
             now = time.monotonic()
-            elsewhere = procs.listening_ports(self.proc.pid) - {port}
+            ours = procs.listening_ports(self.proc.pid)
+            if port in ours:
+                return True
+            elsewhere = ours - {port}
             if elsewhere:
                 foreign_since = foreign_since or now
                 if now - foreign_since >= FOREIGN_PORT_GRACE_S:
