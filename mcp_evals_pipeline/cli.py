@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mcp_evals_pipeline.agents.base import MissingCredentials
+from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agents_help
 from mcp_evals_pipeline.conditions import BASELINE
 from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.paths import REPO_ROOT, dagster_home, database_path, prompt_hash_lock, runs_dir
@@ -199,7 +200,7 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
 
 
 @main.command("eval")
-@click.option("--agent", default="replay", show_default=True, help="replay | openai | codex | claude")
+@click.option("--agent", default=DEFAULT_AGENT, show_default=True, help=agents_help())
 @click.option("--condition", "conditions", multiple=True, help="Condition(s), e.g. noskill+blank (repeatable).")
 @click.option("--variant", "variants", multiple=True, hidden=True, help="Deprecated alias of --condition.")
 @click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=1, show_default=True)
@@ -259,7 +260,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
 @main.command("setup-agents")
 @click.argument("agents", nargs=-1)
 def setup_agents(agents: tuple[str, ...]) -> None:
-    """Install the pinned Node toolchain and agent CLIs (default: codex and claude) into the project cache."""
+    """Install the pinned Node toolchain and agent CLIs (default: every pinned one) into the project cache."""
     from mcp_evals_pipeline.agents.cli_tools import CLI_PINS, ensure_pinned_cli
     from mcp_evals_pipeline.node_toolchain import ensure_toolchain
 

@@ -43,9 +43,3 @@ def cost_usd(model: str | None, tokens_in: int | None, tokens_out: int | None) -
         return None
     return round((tokens_in * price[0] + tokens_out * price[1]) / 1_000_000, 6)
 
-
-def pin_for(agent: str) -> AgentPin:
-    try:
-        return AGENT_PINS[agent]
-    except KeyError:
-        raise ValueError(f"unknown agent {agent!r} (known: {', '.join(AGENT_PINS)})") from None

@@ -31,7 +31,7 @@ import anyio
 import dagster as dg
 from pydantic import Field
 
-from mcp_evals_pipeline.agents import get_runner
+from mcp_evals_pipeline.agents import agent_entry
 from mcp_evals_pipeline.conditions import Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
 from mcp_evals_pipeline.defs.assets.reports import batch_scorecard
@@ -41,7 +41,6 @@ from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
-from mcp_evals_pipeline.models import pin_for
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import require_isolation
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, get_task
@@ -101,9 +100,9 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         Condition.parse(condition)
     if not 1 <= request.trials <= MAX_TRIALS:
         raise ValueError(f"--trials must be between 1 and {MAX_TRIALS} (MCP_EVALS_MAX_TRIALS)")
-    runner = get_runner(request.agent)
-    model = request.model or pin_for(request.agent).model
-    runner.check_credentials(model)
+    entry = agent_entry(request.agent)  # UnknownRunner (a ValueError) naming the registered agents
+    model = request.model or entry.pin.model
+    entry.runner().check_credentials(model)
     if request.require_isolation:
         require_isolation(request.require_isolation)  # refuse before any verify or agent spend
     batch_date = request.batch_date or batch_date_partitions.get_last_partition_key()

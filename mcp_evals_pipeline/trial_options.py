@@ -28,7 +28,10 @@ class AgentOptions(BaseModel):
 class TrialOptions(AgentOptions):
     """Everything a trial is run with besides which trial it is."""
 
-    agent: str = Field(default="replay", description="replay | openai | codex | claude")
+    # The names are agents/registry.py's (which imports the runners, which import this module: not read here);
+    # the Dagster config (TrialConfig) and the CLI list and check them. The default is the registry's
+    # DEFAULT_AGENT (tests/test_agent_registry.py holds the two together).
+    agent: str = Field(default="replay", description="The agent runner, by its name in agents/registry.py")
     batch_id: str | None = Field(default=None, description="Group id of the batch (default: the batch date)")
     skip_judge: bool = Field(default=True, description="Write no judge memo (unscored; needs OPENAI_API_KEY)")
     sandbox: str | None = Field(default=None, description="local | hardened | docker (default MCP_EVALS_SANDBOX)")

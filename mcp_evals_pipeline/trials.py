@@ -17,8 +17,7 @@ from pathlib import Path
 
 from pydantic import model_validator
 
-from mcp_evals_pipeline import models
-from mcp_evals_pipeline.agents import get_runner
+from mcp_evals_pipeline.agents import agent_entry, get_runner
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, TranscriptWriter
 from mcp_evals_pipeline.conditions import Condition, remove_agent_env, write_agent_env
 from mcp_evals_pipeline.contracts.failures import Infra
@@ -100,7 +99,7 @@ class TrialSpec(TrialOptions):
         return trial_key(self.task_id, self.condition, self.trial)
 
     def resolved(self) -> TrialSpec:
-        pin = models.pin_for(self.agent)
+        pin = agent_entry(self.agent).pin  # UnknownRunner (a ValueError) for an unregistered name
         return self.model_copy(update={"model": self.model or pin.model,
                                        "reasoning_effort": self.reasoning_effort or pin.reasoning_effort,
                                        "batch_id": self.batch_id or self.batch_date})

@@ -4,17 +4,19 @@ an AgentResult with its TrialPerf. Runners never grade and never touch the store
 from __future__ import annotations
 
 import json
+import os
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
 from mcp_evals_pipeline.contracts.transcript import EventType, TranscriptEvent
+from mcp_evals_pipeline.models import AGENT_PINS, AgentPin
 from mcp_evals_pipeline.sandbox.base import Sandbox
 from mcp_evals_pipeline.trial_options import AgentOptions
 
@@ -81,11 +83,36 @@ class AgentResult:
 
 
 class AgentRunner(ABC):
-    name: str
+    name: ClassVar[str]
+    # What the key is for, in the missing-key message: "... is not set: the <name> agent needs a key for <key_for>".
+    key_for: ClassVar[str] = "its model endpoint"
 
-    @abstractmethod
+    @property
+    def pin(self) -> AgentPin:
+        """The runner's pin (models.AGENT_PINS: model, reasoning effort, key variables), by its registered name."""
+        return AGENT_PINS[self.name]
+
+    def find_key(self, options: dict[str, Any] | None = None) -> tuple[str, str] | None:
+        """(variable, value) of the key a live run uses: `options["api_key"]` (tests) under the pin's first
+        variable, else the first of the pin's key variables that is set, in the pin's order."""
+        key_env = self.pin.key_env
+        if options and options.get("api_key") and key_env:
+            return key_env[0], str(options["api_key"])
+        for name in key_env:
+            value = os.environ.get(name)
+            if value:
+                return name, value
+        return None
+
+    def missing_key(self) -> str:
+        """What is not set, naming every variable that would do."""
+        return f"{' or '.join(self.pin.key_env)} is not set"
+
     def check_credentials(self, model: str | None) -> None:
-        """Raise MissingCredentials naming the variable when a live run could not start."""
+        """Raise MissingCredentials naming the variables when a live run could not start: none of the pin's key
+        variables is set. A pin without key variables (replay) has nothing to check."""
+        if self.pin.key_env and self.find_key() is None:
+            raise MissingCredentials(f"{self.missing_key()}: the {self.name} agent needs a key for {self.key_for}")
 
     @abstractmethod
     def run(self, request: AgentRequest) -> AgentResult:

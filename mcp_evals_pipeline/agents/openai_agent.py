@@ -28,7 +28,6 @@ from mcp_evals_pipeline.agents.base import (
     AgentRequest,
     AgentResult,
     AgentRunner,
-    MissingCredentials,
     TranscriptWriter,
 )
 from mcp_evals_pipeline.agents.mcp_tools import SYSTEM_PROMPT as USAGE_SYSTEM_PROMPT
@@ -108,13 +107,7 @@ def _retry_after(exc: openai.APIError) -> float | None:
 
 class OpenAIAgent(AgentRunner):
     name = "openai"
-
-    def check_credentials(self, model: str | None) -> None:
-        if not os.environ.get(KEY_ENV):
-            raise MissingCredentials(
-                f"{KEY_ENV} is not set: the openai agent needs a key for its endpoint "
-                f"(${BASE_URL_ENV} selects an OpenAI-compatible endpoint other than api.openai.com)"
-            )
+    key_for = f"its endpoint (${BASE_URL_ENV} selects an OpenAI-compatible endpoint other than api.openai.com)"
 
     def run(self, request: AgentRequest) -> AgentResult:
         if request.mcp_url is not None:  # a usage task: the server's tools, through the real mcp client

@@ -15,8 +15,9 @@ whose own write indexes every earlier attempt of its slot from the files, a lost
 """
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agent_entry, agents_help
 from mcp_evals_pipeline.defs.partitions import trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.store import slot_of
@@ -27,12 +28,19 @@ from mcp_evals_pipeline.trials import RecordNotIndexed, TrialSpec, parse_trial_k
 class TrialConfig(dg.Config, TrialOptions):
     """The trial's options (trial_options.py) as Dagster run config, and how Dagster retries it."""
 
+    agent: str = Field(default=DEFAULT_AGENT, description=f"The agent runner: {agents_help()}")
     options: dict[str, str] = Field(default_factory=dict,  # Dagster config values are strings
                                     description="Runner options, e.g. session=<file> (replay), max_retries=2")
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint of the openai agent")
     max_retries: int = Field(default=2, ge=0, description="Dagster retries of an attempt invalid for infra")
     retry_backoff_s: float = Field(default=30.0, ge=0, description="Wait before the first retry; doubles")
     retry_backoff_max_s: float = Field(default=600.0, ge=0, description="Cap of one wait between retries")
+
+    @field_validator("agent")
+    @classmethod
+    def _registered(cls, agent: str) -> str:
+        agent_entry(agent)  # UnknownRunner naming the registered agents: the run fails before any work
+        return agent
 
     def runner_options(self) -> dict[str, str]:
         return {**self.options, **({"base_url": self.base_url} if self.base_url else {})}
