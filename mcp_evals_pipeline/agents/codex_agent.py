@@ -1,11 +1,11 @@
 """The `codex` runner: the real Codex CLI (`codex exec --json`, pinned in agents/cli_tools.CLI_PINS) working in
 the sandbox.
 
-The CLI is installed once into the cache with the pinned Node toolchain. Every run gets a private CODEX_HOME
-outside the workspace (config, session rollout, the placeholder key), runs `codex exec` as one sandbox command with the
-time budget as its hard timeout (the sandbox kills the process tree), streams the CLI's JSONL events into
-transcript.jsonl as they arrive and reads the session rollout afterwards for per-request usage (the turn count).
-The raw event stream and the rollout are kept next to the transcript (codex-events.jsonl, codex-rollout.jsonl).
+The life cycle is agents/cli_runner.py's (key, pinned CLI, KeyProxy, private run directory, one sandbox command
+with the time budget as its hard timeout, the JSONL events streamed into transcript.jsonl as they arrive). What is
+Codex's own: a private CODEX_HOME (config, session rollout), its command line, its event translator, and the
+session rollout read afterwards for per-request usage (the turn count). The raw event stream and the rollout are
+kept next to the transcript (codex-events.jsonl, codex-rollout.jsonl).
 
 The endpoint is always configured as an explicit Responses API provider (`model_providers.mcp_evals`): the CLI
 does not honour OPENAI_BASE_URL, and this keeps the production and test paths the same. Its base URL is a KeyProxy
@@ -27,37 +27,18 @@ Options (request.options), all optional:
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shlex
-import shutil
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, AgentRunner, MissingCredentials
-from mcp_evals_pipeline.agents.cli_tools import (
-    CLI_PINS,
-    CliInstallError,
-    cli_path,
-    ensure_cli,
-    keyed_endpoint,
-    private_run_dir,
-)
+from mcp_evals_pipeline.agents.cli_runner import CliAgentRunner, CliRun, Usage, Verdict
 from mcp_evals_pipeline.contracts.failures import Infra
-from mcp_evals_pipeline.contracts.records import TrialPerf
-from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
-from mcp_evals_pipeline.sandbox.base import SandboxError
 
-KEY_ENVS = AGENT_PINS["codex"].key_env  # ("OPENAI_API_KEY", "CODEX_API_KEY")
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROVIDER = "mcp_evals"
 PROVIDER_KEY_ENV = "MCP_EVALS_CODEX_API_KEY"
 TEXT_LIMIT = 20_000  # per transcript field: command output can be huge
-POLL_S = 0.2
 # Command execution, file edits, MCP and web tools: what counts as a tool call.
 TOOL_ITEMS = {"command_execution", "file_change", "mcp_tool_call", "web_search", "collab_tool_call"}
 
@@ -184,13 +165,18 @@ class RolloutUsage:
     model: str | None
 
 
-def read_rollout(codex_home: Path) -> tuple[RolloutUsage | None, Path | None]:
-    """Per-request usage from the session rollout (sessions/YYYY/MM/DD/rollout-*.jsonl): one record per model
-    response. None when the CLI wrote none (it never reached the model)."""
+def latest_rollout(codex_home: Path) -> Path | None:
+    """The session rollout (sessions/YYYY/MM/DD/rollout-*.jsonl), None when the CLI wrote none."""
     files = sorted((codex_home / "sessions").glob("*/*/*/rollout-*.jsonl"), key=lambda p: p.stat().st_mtime)
-    if not files:
+    return files[-1] if files else None
+
+
+def read_rollout(codex_home: Path) -> tuple[RolloutUsage | None, Path | None]:
+    """Per-request usage from the session rollout: one record per model response. None when the CLI wrote none
+    (it never reached the model)."""
+    path = latest_rollout(codex_home)
+    if path is None:
         return None, None
-    path = files[-1]
     per_response: dict[str, tuple[int, int]] = {}
     token_counts: list[tuple[int, int]] = []
     model: str | None = None
@@ -222,31 +208,22 @@ def _is_context_overflow(message: str) -> bool:
     return "context window" in lowered or "context_length_exceeded" in lowered
 
 
-class CodexAgent(AgentRunner):
+class CodexAgent(CliAgentRunner):
     name = "codex"
+    key_for = "its Responses API endpoint"
+    default_endpoint = DEFAULT_BASE_URL
 
-    def check_credentials(self, model: str | None) -> None:
-        if not any(os.environ.get(name) for name in KEY_ENVS):
-            raise MissingCredentials(
-                f"{' or '.join(KEY_ENVS)} is not set: the codex agent needs a key for its Responses API endpoint")
+    def cli_env(self, run: CliRun) -> dict[str, str]:
+        return {PROVIDER_KEY_ENV: run.pass_key, "CODEX_HOME": str(run.home)}  # the key stays in the proxy
 
-    def _key(self, options: dict[str, Any]) -> str | None:
-        if options.get("api_key"):
-            return str(options["api_key"])
-        for name in KEY_ENVS:
-            if os.environ.get(name):
-                return os.environ[name]
-        return None
-
-    def command(self, request: AgentRequest, private: Path, bin_dir: Path, model: str, effort: str | None) -> str:
-        """The sandbox command: one `codex exec`, the placeholder key from a private file, the prompt on stdin, the
-        JSONL events and stderr into private files."""
-        options = request.options
-        base_url = str(options.get("base_url") or DEFAULT_BASE_URL)
+    def argv(self, run: CliRun) -> list[str]:
+        """One `codex exec`: the endpoint as an explicit provider whose `env_key` holds the placeholder, the prompt
+        on stdin."""
+        options = run.request.options
         config = [
             f"model_provider={_toml_str(PROVIDER)}",
             f"model_providers.{PROVIDER}.name={_toml_str('mcp-evals')}",
-            f"model_providers.{PROVIDER}.base_url={_toml_str(base_url)}",
+            f"model_providers.{PROVIDER}.base_url={_toml_str(run.endpoint)}",
             f"model_providers.{PROVIDER}.env_key={_toml_str(PROVIDER_KEY_ENV)}",
             f"model_providers.{PROVIDER}.wire_api={_toml_str('responses')}",
             # The CLI passes its environment to the agent's commands: never the key.
@@ -255,156 +232,59 @@ class CodexAgent(AgentRunner):
             "analytics.enabled=false",
             "check_for_update_on_startup=false",
         ]
-        if effort:
-            config.append(f"model_reasoning_effort={_toml_str(effort)}")
+        if run.effort:
+            config.append(f"model_reasoning_effort={_toml_str(run.effort)}")
         if options.get("max_retries") is not None:
             retries = max(0, int(options["max_retries"]))
             config += [f"model_providers.{PROVIDER}.request_max_retries={retries}",
                        f"model_providers.{PROVIDER}.stream_max_retries={retries}"]
         config += [str(c) for c in options.get("config") or []]
-        argv = ["codex", "exec", "--json", "-m", model, "--skip-git-repo-check", "-C", str(request.sandbox.workspace),
-                "--dangerously-bypass-approvals-and-sandbox"]
+        argv = ["codex", "exec", "--json", "-m", run.model, "--skip-git-repo-check", "-C",
+                str(run.request.sandbox.workspace), "--dangerously-bypass-approvals-and-sandbox"]
         for item in config:
             argv += ["-c", item]
-        argv.append("-")
-        q = shlex.quote
-        return (f"set -a && . {q(str(private / 'env.sh'))} && set +a && "
-                f"export PATH={q(cli_path(bin_dir))}:\"$PATH\" CODEX_HOME={q(str(private / 'home'))} && "
-                f"exec {shlex.join(argv)} < {q(str(private / 'prompt.md'))} > {q(str(private / 'events.jsonl'))} "
-                f"2> {q(str(private / 'stderr.log'))}")
+        return [*argv, *run.mcp_args, "-"]
 
-    def run(self, request: AgentRequest) -> AgentResult:
-        transcript = request.transcript
-        model = request.model or AGENT_PINS["codex"].model or ""
-        effort = request.reasoning_effort or AGENT_PINS["codex"].reasoning_effort
-        package, version = CLI_PINS["codex"]
+    def translator(self, run: CliRun) -> EventTranslator:
+        return EventTranslator(run.request.transcript)
 
-        def infra(reason: Infra, error: str, started: float, permanent: bool = False) -> AgentResult:
-            transcript.emit("error", text=error)
-            return AgentResult(perf=TrialPerf(duration_ms=int((time.monotonic() - started) * 1000), turns=0,
-                                              tool_calls=0),
-                               infra_reason=reason, error=error, model=model, permanent=permanent)
-
-        key = self._key(request.options)
-        if not key:
-            return infra(Infra.AGENT, f"{' or '.join(KEY_ENVS)} is not set", time.monotonic(), permanent=True)
-        install_started = time.monotonic()
-        try:
-            bin_dir = ensure_cli(package, version)
-        except CliInstallError as exc:
-            return infra(Infra.AGENT, f"codex CLI unavailable: {exc}", install_started)
-
-        started = time.monotonic()
-        try:
-            upstream = str(request.options.get("base_url") or DEFAULT_BASE_URL)
-            with keyed_endpoint(request.sandbox, upstream, {"Authorization": f"Bearer {key}"}) as (reachable, pass_key):
-                request = request.model_copy(update={"options": {**request.options, "base_url": reachable}})
-                with private_run_dir(request.sandbox, "codex-") as private:
-                    return self._run(request, private, bin_dir, model, effort, upstream, pass_key)
-        except SandboxError as exc:
-            return infra(Infra.SANDBOX, f"sandbox failed: {exc}", started)
-
-    def _run(self, request: AgentRequest, private: Path, bin_dir: Path, model: str, effort: str | None,
-             upstream: str, pass_key: str) -> AgentResult:
-        transcript = request.transcript
-        (private / "home").mkdir()
-        env_file = private / "env.sh"
-        env_file.touch(mode=0o600)
-        env_file.write_text(f"{PROVIDER_KEY_ENV}={shlex.quote(pass_key)}\n")  # the key stays in the proxy
-        (private / "prompt.md").write_text(request.prompt, encoding="utf-8")
-        events_path = private / "events.jsonl"
-        events_path.touch()
-        command = self.command(request, private, bin_dir, model, effort)
-
-        transcript.emit("user", text=request.prompt)
-        transcript.emit("info", text=f"codex agent: {CLI_PINS['codex'][0]}@{CLI_PINS['codex'][1]}, model {model}",
-                        extra={"model": model, "reasoningEffort": effort, "timeBudgetS": request.time_budget_s,
-                               "baseUrl": upstream, "viaKeyProxy": request.options.get("base_url"),
-                               "cliVersion": CLI_PINS["codex"][1]})
-        translator = EventTranslator(transcript)
-        started = time.monotonic()
-        sandbox_error: str | None = None
-        result = None
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            future = pool.submit(request.sandbox.run, command, request.time_budget_s)
-            with open(events_path, encoding="utf-8", errors="replace") as stream:
-                pending = ""
-                while True:
-                    finished = future.done()
-                    chunk = stream.read()
-                    pending += chunk
-                    *lines, pending = pending.split("\n")
-                    for line in lines:
-                        translator.feed_line(line)
-                    if finished and not chunk:
-                        break
-                    if not chunk:
-                        time.sleep(POLL_S)
-                translator.feed_line(pending)
-            try:
-                result = future.result()
-            except SandboxError as exc:
-                sandbox_error = f"sandbox failed: {exc}"
-            except Exception as exc:
-                sandbox_error = f"sandbox command failed: {type(exc).__name__}: {exc}"
-        duration_ms = int((time.monotonic() - started) * 1000)
-
-        rollout, rollout_path = read_rollout(private / "home")
-        self._keep(transcript.path.parent, events_path, rollout_path)
-        stderr = (private / "stderr.log").read_text(encoding="utf-8", errors="replace") \
-            if (private / "stderr.log").exists() else ""
-
+    def usage(self, run: CliRun) -> Usage:
+        """The rollout's per-request usage (its turn count), else the events' per-turn totals (turns unknown)."""
+        translator: EventTranslator = run.stream
+        rollout, _ = read_rollout(run.home)
+        served = rollout.model if rollout else None
         if rollout is not None and rollout.turns:
-            turns, tokens_in, tokens_out = rollout.turns, rollout.tokens_in, rollout.tokens_out
-        elif translator.usage_in is not None:
-            turns, tokens_in, tokens_out = None, translator.usage_in, translator.usage_out
-        else:
-            turns, tokens_in, tokens_out = 0, 0, 0
-        served = (rollout.model if rollout else None) or model
-        perf = TrialPerf(duration_ms=duration_ms, turns=turns, tokens_in=tokens_in, tokens_out=tokens_out,
-                         tool_calls=translator.tool_calls)
-        perf.cost_usd = cost_usd(served, tokens_in, tokens_out) or cost_usd(model, tokens_in, tokens_out)
-        no_model_turn = not turns and not tokens_in and not tokens_out
+            return Usage(rollout.turns, rollout.tokens_in, rollout.tokens_out, served_model=served)
+        if translator.usage_in is not None:
+            return Usage(None, translator.usage_in, translator.usage_out, served_model=served)
+        return Usage(0, 0, 0, served_model=served)
 
-        infra_reason: Infra | None = None
-        error: str | None = None
-        budget_exhausted = False
-        if sandbox_error:
-            infra_reason, error = Infra.SANDBOX, sandbox_error
-        elif result is not None and result.timed_out:
-            budget_exhausted = True
-            transcript.emit("info", text=f"time budget of {request.time_budget_s:g}s exhausted: codex killed")
-        elif translator.turn_failed is not None:
+    def classify(self, run: CliRun, usage: Usage) -> Verdict:
+        translator: EventTranslator = run.stream
+        result, transcript = run.result, run.request.transcript
+        if result is not None and result.timed_out:
+            transcript.emit("info", text=f"time budget of {run.request.time_budget_s:g}s exhausted: codex killed")
+            return Verdict(budget_exhausted=True)
+        if translator.turn_failed is not None:
             if _is_context_overflow(translator.turn_failed):
-                budget_exhausted = True
                 transcript.emit("info", text=f"context window exhausted: {translator.turn_failed}")
-            else:
-                infra_reason = Infra.MODEL_API
-                error = f"model API failed (after the codex CLI's retries): {translator.turn_failed}"
-        elif result is not None and result.exit_code != 0:
+                return Verdict(budget_exhausted=True)
+            return Verdict(Infra.MODEL_API,
+                           f"model API failed (after the codex CLI's retries): {translator.turn_failed}")
+        if result is not None and result.exit_code != 0:
             # The CLI's stderr, or the sandbox command's own output when it never got as far as the CLI (e.g. a
             # sandbox in which the private directory is not visible).
-            detail = stderr.strip()[-2000:] or result.output.strip()[-2000:]
-            infra_reason = Infra.AGENT
-            error = f"codex exited with {result.exit_code}{' before any model turn' if no_model_turn else ''}: {detail}"
-        if infra_reason is None and no_model_turn:
-            # DESIGN "Validity": no model tokens, no model turn; neither a pass nor a fail.
-            if translator.errors:  # the CLI kept retrying the endpoint until it was killed
-                infra_reason = Infra.MODEL_API
-                error = f"model API never answered: {translator.errors[-1]}"
-            else:
-                infra_reason = Infra.AGENT
-                error = f"the agent run used zero model tokens: no model turn happened. {stderr.strip()[-1000:]}"
-        if error:
-            transcript.emit("error", text=error)
-        return AgentResult(perf=perf, infra_reason=infra_reason, error=error,
-                           budget_exhausted=budget_exhausted and infra_reason is None, model=served)
+            detail = run.stderr.strip()[-2000:] or result.output.strip()[-2000:]
+            no_model_turn = not usage.turns and not usage.tokens_in and not usage.tokens_out
+            return Verdict(Infra.AGENT, f"codex exited with {result.exit_code}"
+                                        f"{' before any model turn' if no_model_turn else ''}: {detail}")
+        return Verdict()
 
-    @staticmethod
-    def _keep(trial_dir: Path, events: Path, rollout: Path | None) -> None:
-        """The CLI's own records, next to the transcript, for debugging a trial (never graded)."""
-        for source, name in ((events, "codex-events.jsonl"), (rollout, "codex-rollout.jsonl")):
-            if source is not None and source.exists():
-                with contextlib.suppress(OSError):
-                    shutil.copyfile(source, trial_dir / name)
+    def zero_tokens(self, run: CliRun, verdict: Verdict) -> Verdict:
+        translator: EventTranslator = run.stream
+        if translator.errors:  # the CLI kept retrying the endpoint until it was killed
+            return Verdict(Infra.MODEL_API, f"model API never answered: {translator.errors[-1]}")
+        return super().zero_tokens(run, verdict)
 
+    def records(self, run: CliRun) -> list[tuple[Path | None, str]]:
+        return [*super().records(run), (latest_rollout(run.home), "codex-rollout.jsonl")]
