@@ -14,9 +14,18 @@ from mcp_evals_pipeline.tasks.catalog import Task
 CONDITIONS = ("noskill+blank", "skill+blank", "noskill+scaffold", "skill+scaffold")
 BASELINE = "noskill+blank"
 
-# Where each agent looks for project skills; agents without a convention get a neutral folder the prompt names.
-SKILL_FOLDERS = {"codex": ".codex/skills", "claude": ".claude/skills"}
+# Agents without a convention for project skills (their runner's `skill_folder`) get a neutral folder the prompt
+# names.
 DEFAULT_SKILL_FOLDER = ".agents/skills"
+
+
+def skill_folder(agent: str) -> str:
+    """Where `agent` looks for project skills, by its runner in the agent registry."""
+    # Imported here: the agents import this module (through contracts.records).
+    from mcp_evals_pipeline.agents.registry import AGENTS
+
+    entry = AGENTS.get(agent)
+    return (entry.runner.skill_folder if entry else None) or DEFAULT_SKILL_FOLDER
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ def prepare_workspace(workspace: Path, task: Task, condition: Condition, agent: 
         source = skill_dir(task.contract.effective_runtime)
         if not source.is_dir():
             raise FileNotFoundError(f"skill directory {source} does not exist (MCP_EVALS_SKILL_DIR)")
-        target = Path(SKILL_FOLDERS.get(agent, DEFAULT_SKILL_FOLDER)) / source.name
+        target = Path(skill_folder(agent)) / source.name
         shutil.copytree(source, workspace / target, dirs_exist_ok=True)
         prompt += (f"\n\n---\nA skill for this kind of work is in `{target.as_posix()}/` in your workspace: "
                    "read its SKILL.md before you start.\n")

@@ -161,7 +161,7 @@ def test_claude_builds_a_server_that_grades_as_scripted(tmp_path: Path, api_key:
 
 
 def test_a_skill_condition_s_skill_is_offered_to_claude_as_a_project_skill(tmp_path: Path, api_key: str) -> None:
-    """skill+* conditions copy the skill to .claude/skills/ (conditions.SKILL_FOLDERS): the CLI finds it there."""
+    """skill+* conditions copy the skill to .claude/skills/ (ClaudeAgent.skill_folder): the CLI finds it there."""
     with ScriptedMessages([turn("Nothing written.")]) as api:
         record = run_trial(TrialSpec(task_id=TASK_ID, condition="skill+blank", trial=1, batch_date="2026-11-30",
                                      agent="claude", time_budget_s=60, options={"base_url": api.base_url}),

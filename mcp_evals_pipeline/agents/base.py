@@ -86,6 +86,9 @@ class AgentRunner(ABC):
     name: ClassVar[str]
     # What the key is for, in the missing-key message: "... is not set: the <name> agent needs a key for <key_for>".
     key_for: ClassVar[str] = "its model endpoint"
+    # Where the agent looks for project skills (a skill condition's skill is copied there); None: a neutral folder
+    # the prompt names (conditions.DEFAULT_SKILL_FOLDER).
+    skill_folder: ClassVar[str | None] = None
 
     @property
     def pin(self) -> AgentPin:

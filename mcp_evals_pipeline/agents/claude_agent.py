@@ -263,6 +263,7 @@ class ClaudeAgent(CliAgentRunner):
     key_for = f"its endpoint (${BASE_URL_ENV} selects an endpoint other than api.anthropic.com)"
     default_endpoint = DEFAULT_ENDPOINT
     prompt_on_stdin = False  # `-p <prompt>`
+    skill_folder = ".claude/skills"
 
     def ensure_cli(self) -> Path:
         return _ensure_cli()

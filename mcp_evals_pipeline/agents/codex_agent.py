@@ -212,6 +212,7 @@ class CodexAgent(CliAgentRunner):
     name = "codex"
     key_for = "its Responses API endpoint"
     default_endpoint = DEFAULT_BASE_URL
+    skill_folder = ".codex/skills"
 
     def cli_env(self, run: CliRun) -> dict[str, str]:
         return {PROVIDER_KEY_ENV: run.pass_key, "CODEX_HOME": str(run.home)}  # the key stays in the proxy
