@@ -35,7 +35,7 @@ from mcp_evals_pipeline.agents.mcp_tools import McpToolExecutor, mcp_tools
 from mcp_evals_pipeline.agents.tools import TOOL_SCHEMAS, ToolExecutor
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialPerf
-from mcp_evals_pipeline.models import AGENT_PINS, cost_usd
+from mcp_evals_pipeline.models import cost_usd
 from mcp_evals_pipeline.sandbox.base import SandboxError
 
 KEY_ENV = "OPENAI_API_KEY"
@@ -121,7 +121,7 @@ class OpenAIAgent(AgentRunner):
         started = time.monotonic()
         deadline = started + request.time_budget_s
         transcript = request.transcript
-        model = request.model or AGENT_PINS["openai"].model or ""
+        model = request.model or self.pin.model or ""
         settings = Settings.from_options(request.options)
         turns = 0
         tokens_in = tokens_out = 0
