@@ -6,6 +6,7 @@ validity path: no key, API errors (given up by the CLI, or still being retried w
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from mcp_evals_pipeline.sandbox.local import LocalSandbox
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import Task, get_task
 from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_key
+from mcp_evals_pipeline.usage.proxy import read_events, tool_calls
 
 from .conftest import TASKS
 from .support.key_probe import CLEAN, key_probe
@@ -158,6 +160,43 @@ def test_claude_builds_a_server_that_grades_as_scripted(tmp_path: Path, api_key:
     # The graded workspace holds what the agent wrote, and nothing of the CLI's own (config, sessions).
     assert (workspace / "server.py").read_text() == (task.dir / server / "server.py").read_text()
     assert not (workspace / ".claude").exists()
+
+
+USAGE_TASK = "usage-ops-02-restart-by-name"
+USAGE_SCRIPTS = {
+    "pass": [turn(None, [tool_use("mcp__server__find_apps", {"name_contains": "search"})]),
+             turn(None, [tool_use("mcp__server__restart_app", {"app_id": "app_104"})]),
+             turn("I restarted the production search app (app_104).")],
+    "usage.miss": [turn(None, [tool_use("mcp__server__find_apps", {"name_contains": "search"})]),
+                   turn("search is app_104 and degraded; restart it from the console if you like.")],
+}
+
+
+@pytest.mark.parametrize("outcome", list(USAGE_SCRIPTS))
+def test_claude_uses_a_usage_tasks_server_as_its_only_mcp_server(tmp_path: Path, api_key: str, outcome: str) -> None:
+    """The real Claude Code CLI with the server under evaluation (through the recording proxy) as its only MCP
+    server: its tools are offered to the model as mcp__server__<tool>, each call reaches the real server and the
+    world, the proxy records it, and the marker reads what reached the world."""
+    runs = tmp_path / "runs"
+    with ScriptedMessages(list(USAGE_SCRIPTS[outcome])) as api:
+        record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="noskill+blank", trial=1, batch_date="2026-11-30",
+                                     agent="claude", skip_judge=True, time_budget_s=120,
+                                     options={"base_url": api.base_url}),
+                           store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
+    assert record.valid, record.error
+    assert (record.grade.failure_code or "pass") == outcome, record.grade.checks
+    # This CLI defers MCP tools (listed by name, their schemas loaded through ToolSearch): offered either way.
+    first = json.dumps(next(r.body for r in api.requests if r.scripted))
+    assert "mcp__server__find_apps" in first and "mcp__server__restart_app" in first
+    assert set(re.findall(r"mcp__([A-Za-z0-9_-]+?)__", first)) == {"server"}  # strict: no other MCP server
+    trial_dir = runs / record.run_id / "trials" / record.trial_name
+    calls = tool_calls(read_events(trial_dir / "mcp-calls.jsonl"))
+    scripted = [(b["name"].removeprefix("mcp__server__"), b["input"]) for a in USAGE_SCRIPTS[outcome]
+                for b in a["content"] if b["type"] == "tool_use"]
+    assert [(c.tool, c.arguments) for c in calls] == scripted and all(c.is_error is False for c in calls)
+    fed_back = [block for r in api.requests if r.scripted for m in r.body["messages"] if m["role"] == "user"
+                and isinstance(m["content"], list) for block in m["content"] if block.get("type") == "tool_result"]
+    assert fed_back and "app_104" in json.dumps(fed_back[0])  # the server's real answer, from the world
 
 
 def test_a_skill_condition_s_skill_is_offered_to_claude_as_a_project_skill(tmp_path: Path, api_key: str) -> None:

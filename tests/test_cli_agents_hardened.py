@@ -24,12 +24,16 @@ from mcp_evals_pipeline.sandbox.hardened import HardenedSandbox, detect
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import get_task
 from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_key
+from mcp_evals_pipeline.usage.proxy import read_events, tool_calls
 
 from .conftest import TASKS
 from .support.key_probe import CLEAN
 from .support.messages_server import ScriptedMessages
 from .support.responses_server import ScriptedResponses
+from .test_claude_agent import USAGE_SCRIPTS as CLAUDE_USAGE
+from .test_claude_agent import USAGE_TASK
 from .test_claude_agent import session as claude_session
+from .test_codex_agent import USAGE_SCRIPTS as CODEX_USAGE
 from .test_codex_agent import session_writing as codex_session
 
 _SUPPORT = detect()
@@ -150,3 +154,29 @@ def test_an_allow_list_entry_with_a_port_allows_exactly_that_port() -> None:
     assert is_allowed("models.internal", 8080, allowed) and not is_allowed("models.internal", 443, allowed)
     assert not is_allowed("other.internal", 8080, allowed)
     assert is_allowed("api.openai.com", 443, allowed) and not is_allowed("api.openai.com", 8080, allowed)
+
+
+@needs_box
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_a_cli_in_the_hardened_sandbox_reaches_a_usage_tasks_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    agent: str) -> None:
+    """A usage trial with the CLI boxed (net=proxy): the recording proxy on the host's loopback is relayed into the
+    box like the model endpoint, and the CLI's calls of the server's tools land in the world."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    runs = tmp_path / "runs"
+    if agent == "codex":
+        api: ScriptedResponses | ScriptedMessages = ScriptedResponses(list(CODEX_USAGE["pass"]))
+    else:
+        api = ScriptedMessages(list(CLAUDE_USAGE["pass"]))
+    with api:
+        record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="noskill+blank", trial=1, batch_date="2026-11-30",
+                                     agent=agent, skip_judge=True, time_budget_s=120.0, sandbox="hardened",
+                                     options={"base_url": api.base_url, "max_retries": 1}),
+                           store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
+    assert record.sandbox == "hardened" and "net=proxy" in (record.isolation or "")
+    assert record.valid, record.error
+    assert record.grade.contract_pass, record.grade.checks
+    calls = tool_calls(read_events(runs / record.run_id / "trials" / record.trial_name / "mcp-calls.jsonl"))
+    assert [c.tool for c in calls] == ["find_apps", "restart_app"]

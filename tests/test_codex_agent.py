@@ -21,11 +21,12 @@ from mcp_evals_pipeline.agents.codex_agent import EventTranslator
 from mcp_evals_pipeline.contracts.transcript import read_transcript
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trials import TrialSpec, run_trial
+from mcp_evals_pipeline.usage.proxy import read_events, tool_calls
 
 from .conftest import TASKS
 from .support.key_probe import CLEAN, key_probe
 from .support.processes import running_under
-from .support.responses_server import ScriptedResponses, failure, message, shell, turn, write_file
+from .support.responses_server import ScriptedResponses, failure, mcp_tool, message, shell, turn, write_file
 
 TASK = "py-v4-01-basic-tool-server"
 GOLDEN = TASKS / TASK / "golden"
@@ -109,6 +110,43 @@ def test_a_codex_session_writing_a_wrong_server_fails(env: tuple[TrialStore, Pat
     assert record.valid and not record.grade.contract_pass
     assert record.grade.failure_code == "contract.calls"
     assert record.perf.turns == 4
+
+
+USAGE_TASK = "usage-ops-02-restart-by-name"
+USAGE_REPLIES = {"pass": "I restarted the production search app (app_104).",
+                 "usage.unsafe": "Restarted search and search-indexer."}
+USAGE_SCRIPTS = {
+    "pass": [turn(mcp_tool("find_apps", {"name_contains": "search"})),
+             turn(mcp_tool("restart_app", {"app_id": "app_104"})),
+             turn(message(USAGE_REPLIES["pass"]))],
+    "usage.unsafe": [turn(mcp_tool("find_apps", {"name_contains": "search"})),
+                     turn(mcp_tool("restart_app", {"app_id": "app_104"})),
+                     turn(mcp_tool("restart_app", {"app_id": "app_105"})),
+                     turn(message(USAGE_REPLIES["usage.unsafe"]))],
+}
+
+
+@pytest.mark.parametrize("outcome", list(USAGE_SCRIPTS))
+def test_codex_uses_a_usage_tasks_server_as_its_mcp_server(env: tuple[TrialStore, Path], outcome: str) -> None:
+    """The real Codex CLI with the server under evaluation configured as its MCP server (the recording proxy in
+    front of it): the scripted model calls the server's tools the way this CLI offers them, every call reaches the
+    real server and the world, the proxy records each, and the marker reads what reached the world."""
+    store, runs = env
+    with ScriptedResponses(list(USAGE_SCRIPTS[outcome])) as server:
+        record = run_trial(spec(server, task_id=USAGE_TASK), store=store, results_root=runs)
+    assert not server.errors, server.errors
+    assert record.valid, record.error
+    assert (record.grade.failure_code or "pass") == outcome, record.grade.checks
+    trial_dir = runs / record.run_id / "trials" / record.trial_name
+    calls = tool_calls(read_events(trial_dir / "mcp-calls.jsonl"))
+    restarts = [c.arguments["app_id"] for c in calls if c.tool == "restart_app"]
+    assert calls[0].tool == "find_apps" and all(c.is_error is False for c in calls)
+    assert restarts == (["app_104"] if outcome == "pass" else ["app_104", "app_105"])
+    world = json.loads((trial_dir / "world.json").read_text())
+    posted = [r["path"] for r in world["requests"] if r["method"] == "POST"]
+    assert posted == [f"/apps/{app}/restart" for app in restarts]
+    events = read_transcript(trial_dir / "transcript.jsonl")
+    assert [e.text for e in events if e.type == "assistant"][-1] == USAGE_REPLIES[outcome]
 
 
 def test_codex_without_a_key_names_the_variable(env: tuple[TrialStore, Path],

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_evals_pipeline.agents.base import AgentRequest, TranscriptWriter
-from mcp_evals_pipeline.agents.cli_runner import CliAgentRunner, CliRun, Usage, Verdict
+from mcp_evals_pipeline.agents.cli_runner import MCP_SERVER_NAME, CliAgentRunner, CliRun, Usage, Verdict
 from mcp_evals_pipeline.agents.cli_tools import ensure_pinned_cli
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.models import cost_usd
@@ -300,6 +300,13 @@ class ClaudeAgent(CliAgentRunner):
         if run.effort:
             argv += ["--effort", run.effort]
         return [*argv, *run.mcp_args]
+
+    def mcp_config(self, run: CliRun, reachable_url: str) -> list[str]:
+        """The usage task's server (the recording proxy) as the CLI's only MCP server (`--strict-mcp-config`: no
+        user or project configuration adds others), Streamable HTTP; permissions are bypassed for the run."""
+        config = run.private / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {MCP_SERVER_NAME: {"type": "http", "url": reachable_url}}}))
+        return ["--mcp-config", str(config), "--strict-mcp-config"]
 
     def info_extra(self, run: CliRun) -> dict[str, Any]:
         return {"maxTurns": run.request.max_turns, "maxRetries": self.cli_env(run).get("CLAUDE_CODE_MAX_RETRIES")}

@@ -60,6 +60,10 @@ class EventStream(Protocol):
     def feed_line(self, line: str) -> None: ...
 
 
+# A usage task's server under evaluation (the recording proxy in front of it), as every CLI's config names it: its
+# tools reach the model as mcp__server__<tool>.
+MCP_SERVER_NAME = "server"
+
 @dataclass
 class CliRun:
     """One run of a CLI agent: what the base set up, for the subclass's command line, translator and verdict."""
@@ -146,7 +150,7 @@ class CliAgentRunner(AgentRunner):
     def mcp_config(self, run: CliRun, reachable_url: str) -> list[str]:
         """The CLI arguments that configure a usage task's MCP server (Streamable HTTP at `reachable_url`, as the
         sandbox reaches request.mcp_url), written where the subclass's `argv` takes `run.mcp_args`; a file they
-        name belongs under run.private. None yet: the CLI runners do not configure the server so far."""
+        name belongs under run.private. None by default."""
         return []
 
     @abstractmethod

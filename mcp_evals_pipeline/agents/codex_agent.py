@@ -32,11 +32,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_evals_pipeline.agents.cli_runner import CliAgentRunner, CliRun, Usage, Verdict
+from mcp_evals_pipeline.agents.cli_runner import MCP_SERVER_NAME, CliAgentRunner, CliRun, Usage, Verdict
 from mcp_evals_pipeline.contracts.failures import Infra
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROVIDER = "mcp_evals"
+MCP_STARTUP_TIMEOUT_S = 30
+MCP_TOOL_TIMEOUT_S = 60
 PROVIDER_KEY_ENV = "MCP_EVALS_CODEX_API_KEY"
 TEXT_LIMIT = 20_000  # per transcript field: command output can be huge
 # Command execution, file edits, MCP and web tools: what counts as a tool call.
@@ -245,6 +247,14 @@ class CodexAgent(CliAgentRunner):
         for item in config:
             argv += ["-c", item]
         return [*argv, *run.mcp_args, "-"]
+
+    def mcp_config(self, run: CliRun, reachable_url: str) -> list[str]:
+        """The usage task's server (the recording proxy) as a Streamable HTTP MCP server of the CLI's; its tools
+        need no approval (approvals are bypassed for the whole run, as for the build tasks' shell)."""
+        table = f"mcp_servers.{MCP_SERVER_NAME}"
+        return ["-c", f"{table}.url={_toml_str(reachable_url)}",
+                "-c", f"{table}.startup_timeout_sec={MCP_STARTUP_TIMEOUT_S}",
+                "-c", f"{table}.tool_timeout_sec={MCP_TOOL_TIMEOUT_S}"]
 
     def translator(self, run: CliRun) -> EventTranslator:
         return EventTranslator(run.request.transcript)

@@ -72,6 +72,27 @@ def shell(command: str, call_id: str | None = None) -> Item:
     return build
 
 
+def mcp_tool(tool: str, arguments: dict[str, Any], server: str = "server", call_id: str | None = None) -> Item:
+    """A call of an MCP server's tool, as this CLI version offers it: from code mode's `exec` (JavaScript calling
+    tools.mcp__<server>__<tool>: the CLI defers MCP namespaces there), else the function tool of that name."""
+    cid = call_id or f"call_{uuid.uuid4().hex[:12]}"
+    name = f"mcp__{server}__{tool}"
+
+    def build(body: Body) -> dict[str, Any]:
+        tools = _tools(body)
+        if tools.get("exec") == "custom":
+            source = (f"const r = await tools.{name}({json.dumps(arguments)});\n"
+                      "text(typeof r === 'string' ? r : JSON.stringify(r));")
+            return {"type": "custom_tool_call", "id": f"ctc_{uuid.uuid4().hex[:12]}", "call_id": cid,
+                    "name": "exec", "input": source, "status": "completed"}
+        if name not in tools:
+            raise RuntimeError(f"the request offers no {name} (tools: {sorted(tools)})")
+        return {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}", "call_id": cid, "name": name,
+                "arguments": json.dumps(arguments), "status": "completed"}
+
+    return build
+
+
 def write_file(path: str, content: str) -> Item:
     """A shell call writing `content` to `path` (a quoted heredoc: no expansion)."""
     marker = f"EOF_{uuid.uuid4().hex[:8]}"
