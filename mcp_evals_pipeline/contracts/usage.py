@@ -32,12 +32,16 @@ _PINNED_PACKAGE = re.compile(r"^(npm:(@[a-z0-9._-]+/)?[a-z0-9._-]+@\d+\.\d+\.\d+
 
 
 class UsageServer(ContractModel):
-    """The server under evaluation, pinned: a server in this repository (`path`, run with the harness's Python)
-    or a published package at an exact version (`package`). Streamable HTTP at /mcp on PORT; `env` values may
-    name `{world}`, the world's base URL."""
+    """The server under evaluation, pinned: a server in this repository (`path`, our own code, run with the
+    harness's Python) or a published package at an exact version (`package`: installed in an install box, run in
+    the graded servers' box). `transport`: `http` (Streamable HTTP at /mcp on PORT) or `stdio`. `command` starts a
+    published server (its console script or bin, found on the installed environment's PATH; `{port}` is the port);
+    `env` values may name `{world}`, the world's base URL, and `{port}`."""
 
     path: str | None = None
     package: str | None = None
+    command: list[str] | None = None
+    transport: Literal["http", "stdio"] = "http"
     env: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -46,9 +50,25 @@ class UsageServer(ContractModel):
             raise ValueError("give exactly one of path (a server in this repository) or package (published)")
         if self.package is not None and not _PINNED_PACKAGE.match(self.package):
             raise ValueError(f"package {self.package!r} is not pinned: npm:<name>@<x.y.z> or pypi:<name>==<x.y.z>")
+        if self.package is not None and not self.command:
+            raise ValueError("a published server needs its `command` (its console script or bin, and arguments)")
+        if self.path is not None and self.command is not None:
+            raise ValueError("a server in this repository is started from its path: no `command`")
         if self.path is not None and (self.path.startswith("/") or ".." in self.path.split("/")):
             raise ValueError(f"path {self.path!r} must be relative to the repository, inside it")
         return self
+
+    @property
+    def ecosystem(self) -> Literal["npm", "pypi"] | None:
+        return None if self.package is None else "npm" if self.package.startswith("npm:") else "pypi"
+
+    @property
+    def distribution(self) -> tuple[str, str]:
+        """(name, exact version) of a published server."""
+        assert self.package is not None
+        spec = self.package.split(":", 1)[1]
+        name, _, version = spec.rpartition("@") if self.ecosystem == "npm" else spec.partition("==")
+        return name, version
 
 
 class MustLand(ContractModel):

@@ -66,12 +66,14 @@ class UsageKind(TaskKind):
     def agent_services(self, task: Task, trial_dir: Path) -> Iterator[AgentPhase]:
         with running_world(_contract(task)) as world:
             try:
-                with running_proxy(world.url, trial_dir / RECORD_FILE) as proxy:
+                with running_proxy(world.upstream, trial_dir / RECORD_FILE) as proxy:
                     yield AgentPhase(mcp_url=proxy.url)
             finally:
                 records = [dataclasses.asdict(r) for r in world.requests()]
-                (trial_dir / WORLD_FILE).write_text(json.dumps({"world": _contract(task).world,
-                                                                "requests": records}, indent=2))
+                server = _contract(task).server
+                (trial_dir / WORLD_FILE).write_text(json.dumps({
+                    "world": _contract(task).world, "server": server.path or server.package,
+                    "transport": server.transport, "isolation": world.box, "requests": records}, indent=2))
                 (trial_dir / SERVER_LOG).write_text(world.server_output())
 
     def mark(self, task: Task, workspace: Path, trial_dir: Path) -> TrialGrade:
@@ -90,7 +92,7 @@ class UsageKind(TaskKind):
         session = UsageSession.model_validate_json(solution.path.read_text(encoding="utf-8"))
         try:
             async with running_world_async(contract) as world, \
-                    recording_proxy(world.url, scratch / RECORD_FILE) as proxy:
+                    recording_proxy(world.upstream, scratch / RECORD_FILE) as proxy:
                 await play(session, proxy.url)
                 return mark(contract, world.requests(), session.reply).grade(contract)
         except WorldError as exc:

@@ -31,7 +31,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_evals_pipeline.usage.world import mcp_client, result_text
+from mcp_evals_pipeline.usage.world import Upstream, mcp_client, result_text
 
 RECORD_FILE = "mcp-calls.jsonl"
 TEXT_LIMIT = 20_000  # per recorded result: a listing can be long, the record must stay readable
@@ -231,9 +231,9 @@ def _loopback_socket() -> socket.socket:
 
 
 @contextlib.asynccontextmanager
-async def _proxy_in_loop(upstream_url: str, record_path: Path, *,
+async def _proxy_in_loop(upstream: Upstream, record_path: Path, *,
                          elicitation: ElicitationAnswer) -> AsyncIterator[Proxy]:
-    """The proxy in front of `upstream_url`, recording into `record_path`, until the block ends; alone in its
+    """The proxy in front of `upstream`, recording into `record_path`, until the block ends; alone in its
     event loop (see running_proxy)."""
     record = _Record(record_path)
 
@@ -252,9 +252,9 @@ async def _proxy_in_loop(upstream_url: str, record_path: Path, *,
         # (its transport's task group), not the proxy; calls in flight then fail and are recorded as errors.
         nonlocal connected
         try:
-            async with mcp_client(upstream_url, elicitation_callback=on_elicit) as upstream:
+            async with mcp_client(upstream, elicitation_callback=on_elicit) as session:
                 connected = True
-                task_status.started(upstream)
+                task_status.started(session)
                 await stop.wait()
         except Exception as exc:
             if not connected:
@@ -265,9 +265,9 @@ async def _proxy_in_loop(upstream_url: str, record_path: Path, *,
     sock: socket.socket | None = None
     try:
         async with anyio.create_task_group() as tg:
-            upstream = await tg.start(own_upstream)
+            session = await tg.start(own_upstream)
             path = f"/{secrets.token_urlsafe(16)}/mcp"  # per run: other code on the host's loopback cannot guess it
-            app = _server(upstream, record).streamable_http_app(streamable_http_path=path, host="127.0.0.1")
+            app = _server(session, record).streamable_http_app(streamable_http_path=path, host="127.0.0.1")
             sock = _loopback_socket()
             server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
                                                   timeout_graceful_shutdown=2))
@@ -288,20 +288,20 @@ async def _proxy_in_loop(upstream_url: str, record_path: Path, *,
 
 
 @contextlib.contextmanager
-def running_proxy(upstream_url: str, record_path: Path, *,
+def running_proxy(upstream: Upstream, record_path: Path, *,
                   elicitation: ElicitationAnswer = "decline") -> Iterator[Proxy]:
-    """The recording proxy in front of `upstream_url` until the block ends, in an event loop of its own (a thread):
+    """The recording proxy in front of `upstream` until the block ends, in an event loop of its own (a thread):
     uvicorn servers sharing one loop broke each other's sessions (5 of 39 verify sessions at 3 at a time)."""
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(
-            _proxy_in_loop(upstream_url, record_path, elicitation=elicitation)) as proxy:
+            _proxy_in_loop(upstream, record_path, elicitation=elicitation)) as proxy:
         yield proxy
 
 
 @contextlib.asynccontextmanager
-async def recording_proxy(upstream_url: str, record_path: Path, *,
+async def recording_proxy(upstream: Upstream, record_path: Path, *,
                           elicitation: ElicitationAnswer = "decline") -> AsyncIterator[Proxy]:
     """running_proxy for an event loop: entered and left in a worker thread, never blocking the caller's loop."""
-    running = running_proxy(upstream_url, record_path, elicitation=elicitation)
+    running = running_proxy(upstream, record_path, elicitation=elicitation)
     proxy = await anyio.to_thread.run_sync(running.__enter__)
     try:
         yield proxy
