@@ -58,6 +58,12 @@ def readme() -> str:
     return "hello from the readme"
 
 
+@mcp.prompt()
+def triage(app: str) -> str:
+    """How to triage an app."""
+    return f"Look at the logs of {app} first."
+
+
 mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), streamable_http_path="/mcp")
 '''
 
@@ -92,6 +98,9 @@ def test_every_exchange_is_recorded_and_confirmations_are_declined(server: str, 
             broken = await client.call_tool("broken", {})
             seen["broken"] = (broken.is_error, result_text(broken))
             seen["readme"] = (await client.read_resource("note://readme")).contents[0].text
+            seen["resources"] = [str(r.uri) for r in (await client.list_resources()).resources]
+            seen["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+            seen["prompt"] = (await client.get_prompt("triage", {"app": "shop"})).messages[0].content.text
             return seen
 
     seen = anyio.run(session)
@@ -101,6 +110,8 @@ def test_every_exchange_is_recorded_and_confirmations_are_declined(server: str, 
     assert seen["after"] == "nothing"
     assert seen["broken"] == (True, "Error executing tool broken")  # the server's own error text
     assert seen["readme"] == "hello from the readme"
+    assert (seen["resources"], seen["prompts"]) == (["note://readme"], ["triage"])
+    assert seen["prompt"] == "Look at the logs of shop first."
 
     events = read_events(record)
     (asked,) = [e for e in events if e.event == "elicitation"]
@@ -111,7 +122,8 @@ def test_every_exchange_is_recorded_and_confirmations_are_declined(server: str, 
         ("restart_project", {"project": "shop"}, False), ("restarted", {}, False), ("broken", {}, True)]
     assert asked.during == [calls[0].id]  # asked while restart_project was in flight
     assert [e.method for e in events if e.event == "request"] == [
-        "tools/list", "tools/call", "tools/call", "tools/call", "resources/read"]
+        "tools/list", "tools/call", "tools/call", "tools/call", "resources/read", "resources/list", "prompts/list",
+        "prompts/get"]
     # Recorded as it happened: every request before its own answer.
     order = {(e.event, e.id): e.seq for e in events if e.id is not None}
     assert all(order[("request", c.id)] < order[("result", c.id)] for c in calls)

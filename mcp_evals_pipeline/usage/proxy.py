@@ -170,54 +170,49 @@ def _relay(record: _Record, method: str, send: Callable[[], Awaitable[Any]], nam
     return relay()
 
 
+def _list_relay(record: _Record, method: str, fetch: Callable[..., Awaitable[Any]],
+                names: Callable[[Any], Iterator[str]]) -> Callable[..., Awaitable[Any]]:
+    """A paginated list request relayed page by page (the runner's cursor passed on), recorded by item names."""
+    async def handler(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
+        cursor = params.cursor if params else None
+        return await _relay(record, method, lambda: fetch(cursor=cursor, cache_mode="bypass"),
+                            text=lambda result: ", ".join(names(result)))
+    return handler
+
+
 def _server(upstream: Any, record: _Record) -> Server[Any]:
     """A server with the upstream's name, version, instructions and capabilities, every request relayed."""
     caps = upstream.server_capabilities
     info = upstream.server_info
     handlers: dict[str, Any] = {}
     if caps.tools is not None:
-        async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-            cursor = params.cursor if params else None
-            return await _relay(record, "tools/list", lambda: upstream.list_tools(cursor=cursor, cache_mode="bypass"),
-                                text=lambda r: ", ".join(t.name for t in r.tools))
-
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             args = dict(params.arguments or {})
             return await _relay(record, "tools/call", lambda: upstream.call_tool(params.name, args),
                                 name=params.name, arguments=args)
-        handlers |= {"on_list_tools": list_tools, "on_call_tool": call_tool}
+        handlers |= {"on_list_tools": _list_relay(record, "tools/list", upstream.list_tools,
+                                                  lambda r: (t.name for t in r.tools)),
+                     "on_call_tool": call_tool}
     if caps.resources is not None:
-        async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
-            cursor = params.cursor if params else None
-            return await _relay(record, "resources/list",
-                                lambda: upstream.list_resources(cursor=cursor, cache_mode="bypass"),
-                                text=lambda r: ", ".join(str(x.uri) for x in r.resources))
-
-        async def list_templates(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
-            cursor = params.cursor if params else None
-            return await _relay(record, "resources/templates/list",
-                                lambda: upstream.list_resource_templates(cursor=cursor, cache_mode="bypass"),
-                                text=lambda r: ", ".join(x.uri_template for x in r.resource_templates))
-
         async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> Any:
             uri = str(params.uri)
             return await _relay(record, "resources/read", lambda: upstream.read_resource(uri), name=uri,
                                 text=lambda r: _content_text(r.contents))
-        handlers |= {"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
+        handlers |= {"on_list_resources": _list_relay(record, "resources/list", upstream.list_resources,
+                                                      lambda r: (str(x.uri) for x in r.resources)),
+                     "on_list_resource_templates": _list_relay(
+                         record, "resources/templates/list", upstream.list_resource_templates,
+                         lambda r: (x.uri_template for x in r.resource_templates)),
                      "on_read_resource": read_resource}
     if caps.prompts is not None:
-        async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
-            cursor = params.cursor if params else None
-            return await _relay(record, "prompts/list",
-                                lambda: upstream.list_prompts(cursor=cursor, cache_mode="bypass"),
-                                text=lambda r: ", ".join(p.name for p in r.prompts))
-
         async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> Any:
             args = dict(params.arguments or {})
             return await _relay(record, "prompts/get", lambda: upstream.get_prompt(params.name, args),
                                 name=params.name, arguments=args,
                                 text=lambda r: " ".join(str(getattr(m.content, "text", "")) for m in r.messages))
-        handlers |= {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt}
+        handlers |= {"on_list_prompts": _list_relay(record, "prompts/list", upstream.list_prompts,
+                                                    lambda r: (p.name for p in r.prompts)),
+                     "on_get_prompt": get_prompt}
     return Server(info.name if info else "server-under-evaluation", version=(info.version if info else "") or "",
                   instructions=upstream.instructions, **handlers)
 
