@@ -22,16 +22,17 @@ from mcp_evals_pipeline.tasks.catalog import Solution, Task
 # What a negative may declare: the code of a stage of the ladder (a usage session: usage.miss / usage.unsafe). An
 # `infra.*` code says nothing could be judged, which a known-bad solution must never be counted on; any other code
 # (a typo) is one the marker never gives.
-CONTRACT_CODES: frozenset[str] = frozenset({*ContractCode, *UsageCode})
+DECLARABLE_CODES: frozenset[str] = frozenset({*ContractCode, *UsageCode})
 
 
 def declaration_error(solution: Solution) -> str | None:
     """Why a solution's declared failureCode cannot be verified, or None when it can."""
     code = solution.expected_failure_code
-    if code is None or code in CONTRACT_CODES:
+    if code is None or code in DECLARABLE_CODES:
         return None
-    return (f"{solution.kind}:{solution.name} declares failureCode {code!r}, which is not a code of the grader's "
-            f"ladder: a negative must declare contract.<stage>, stage one of {', '.join(STAGES)}")
+    return (f"{solution.kind}:{solution.name} declares failureCode {code!r}, which is not a code the marker gives: "
+            f"a negative must declare contract.<stage>, stage one of {', '.join(STAGES)} (a usage session: "
+            f"{' or '.join(sorted(UsageCode))})")
 
 
 @dataclass(frozen=True)
