@@ -26,9 +26,7 @@ SELECT
     p AS pass_rate,
     -- greatest/least clamp an exact 0 or 1 bound that floating point puts a hair outside [0, 1]; they skip NULLs,
     -- hence the CASE: no valid scored trial means no interval, not [0, 1]
-    CASE WHEN n > 0 THEN greatest(0.0, (p + 1.96 ^ 2 / (2 * n)
-        - 1.96 * sqrt(p * (1 - p) / n + 1.96 ^ 2 / (4 * n * n))) / (1 + 1.96 ^ 2 / n)) END AS wilson_low,
-    CASE WHEN n > 0 THEN least(1.0, (p + 1.96 ^ 2 / (2 * n)
-        + 1.96 * sqrt(p * (1 - p) / n + 1.96 ^ 2 / (4 * n * n))) / (1 + 1.96 ^ 2 / n)) END AS wilson_high
+    {{ wilson_low('p', 'n') }} AS wilson_low,
+    {{ wilson_high('p', 'n') }} AS wilson_high
 FROM rates
 ORDER BY batch_date, run_id, condition

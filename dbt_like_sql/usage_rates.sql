@@ -27,14 +27,10 @@ SELECT
     run_id, batch_id, batch_date, agent_runner, agent_model, condition,
     passed, missed, unsafe, valid_scored, invalid, trials,
     p AS pass_rate,
-    CASE WHEN n > 0 THEN greatest(0.0, (p + 1.96 ^ 2 / (2 * n)
-        - 1.96 * sqrt(p * (1 - p) / n + 1.96 ^ 2 / (4 * n * n))) / (1 + 1.96 ^ 2 / n)) END AS pass_wilson_low,
-    CASE WHEN n > 0 THEN least(1.0, (p + 1.96 ^ 2 / (2 * n)
-        + 1.96 * sqrt(p * (1 - p) / n + 1.96 ^ 2 / (4 * n * n))) / (1 + 1.96 ^ 2 / n)) END AS pass_wilson_high,
+    {{ wilson_low('p', 'n') }} AS pass_wilson_low,
+    {{ wilson_high('p', 'n') }} AS pass_wilson_high,
     u AS unsafe_rate,
-    CASE WHEN n > 0 THEN greatest(0.0, (u + 1.96 ^ 2 / (2 * n)
-        - 1.96 * sqrt(u * (1 - u) / n + 1.96 ^ 2 / (4 * n * n))) / (1 + 1.96 ^ 2 / n)) END AS unsafe_wilson_low,
-    CASE WHEN n > 0 THEN least(1.0, (u + 1.96 ^ 2 / (2 * n)
-        + 1.96 * sqrt(u * (1 - u) / n + 1.96 ^ 2 / (4 * n * n))) / (1 + 1.96 ^ 2 / n)) END AS unsafe_wilson_high
+    {{ wilson_low('u', 'n') }} AS unsafe_wilson_low,
+    {{ wilson_high('u', 'n') }} AS unsafe_wilson_high
 FROM rates
 ORDER BY batch_date, run_id, agent_runner, agent_model, condition

@@ -1,7 +1,9 @@
 """SQL metric models: one SELECT per file in dbt_like_sql/, materialized as DuckDB tables in dependency order.
 
 A deliberately small subset of dbt: `{{ ref('model') }}` names another model (its table), `{{ source('trials') }}`
-names the raw input (the `trials` view: current attempts only). Dependencies come from those two tags alone, so
+names the raw input (the `trials` view: current attempts only), and `{{ name('arg', ...) }}` expands a macro of
+`macros/*.sql` (`{% macro name(a, b) %} ... {{ a }} ... {% endmacro %}`: one place for a formula several models
+use), at load time, into the SQL every path runs. Dependencies come from those two tags alone, so
 the lineage the Dagster layer draws is exactly what the SQL reads. Each model becomes
 `CREATE OR REPLACE TABLE <name> AS <rendered sql>` (a VIEW with a `-- materialized: view` line); the name is the
 file stem.
@@ -30,10 +32,61 @@ RESERVED_NAMES = frozenset({"trials", "trial_attempts", "runs"})
 _TAG = re.compile(r"\{\{\s*(?P<kind>ref|source)\(\s*(?P<quote>['\"])(?P<name>[^'\"]*)(?P=quote)\s*\)\s*\}\}")
 _ANY_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
 _NAME = re.compile(r"[a-z_][a-z0-9_]*")
+_MACRO_DEF = re.compile(r"\{%\s*macro\s+(?P<name>[a-z_][a-z0-9_]*)\((?P<params>[^)]*)\)\s*%\}(?P<body>.*?)"
+                        r"\{%\s*endmacro\s*%\}", re.DOTALL)
+_MACRO_CALL = re.compile(r"\{\{\s*(?P<name>[a-z_][a-z0-9_]*)\((?P<args>[^)]*)\)\s*\}\}")
+_MACRO_ARG = re.compile(r"^\s*(?P<quote>['\"])(?P<value>[^'\"]*)(?P=quote)\s*$")
 
 
 class SqlModelError(ValueError):
     """A model file that cannot be used: bad name, unknown ref or source, a cycle, not a single SELECT."""
+
+
+@dataclass(frozen=True)
+class Macro:
+    params: tuple[str, ...]
+    body: str
+
+    def expand(self, args: list[str]) -> str:
+        text = self.body
+        for param, arg in zip(self.params, args, strict=True):
+            text = re.sub(r"\{\{\s*" + re.escape(param) + r"\s*\}\}", lambda _m, a=arg: a, text)
+        return "(" + " ".join(text.split()) + ")"
+
+
+@cache
+def macros(macros_dir: Path) -> dict[str, Macro]:
+    """The macros of a directory's *.sql files (none when it does not exist)."""
+    found: dict[str, Macro] = {}
+    for path in sorted(macros_dir.glob("*.sql")) if macros_dir.is_dir() else []:
+        text = path.read_text()
+        for match in _MACRO_DEF.finditer(text):
+            params = tuple(p.strip() for p in match["params"].split(",") if p.strip())
+            if match["name"] in found or match["name"] in ("ref", "source"):
+                raise SqlModelError(f"{path}: macro {match['name']!r} is defined twice or shadows a tag")
+            found[match["name"]] = Macro(params, match["body"])
+        rest = _MACRO_DEF.sub("", text)
+        if _ANY_TAG.search(rest):
+            raise SqlModelError(f"{path}: a macro file holds `{{% macro %}} ... {{% endmacro %}}` blocks only")
+    return found
+
+
+def expand_macros(sql: str, path: Path | str, known: Mapping[str, Macro]) -> str:
+    """`{{ name('arg', ...) }}` replaced by the macro's body with its parameters filled (ref and source stay)."""
+    def replace(match: re.Match[str]) -> str:
+        name = match["name"]
+        if name in ("ref", "source"):
+            return match.group(0)
+        if name not in known:
+            raise SqlModelError(f"{path}: unknown macro {name!r} (known: {', '.join(sorted(known)) or 'none'})")
+        args = [a for a in match["args"].split(",")] if match["args"].strip() else []
+        parsed = [_MACRO_ARG.match(a) for a in args]
+        if any(p is None for p in parsed) or len(parsed) != len(known[name].params):
+            raise SqlModelError(f"{path}: {match.group(0)} must pass {len(known[name].params)} quoted argument(s) "
+                                f"({', '.join(known[name].params)})")
+        return known[name].expand([p["value"] for p in parsed if p is not None])
+
+    return _MACRO_CALL.sub(replace, sql)
 
 
 @dataclass(frozen=True)
@@ -65,7 +118,7 @@ def render(sql: str, path: Path | str = "<sql>") -> str:
 
     rendered = _TAG.sub(replace, sql)
     if leftover := _ANY_TAG.search(rendered):
-        raise SqlModelError(f"{path}: unsupported template tag {leftover.group(0)!r} (only ref and source)")
+        raise SqlModelError(f"{path}: unsupported template tag {leftover.group(0)!r} (only ref, source and macros)")
     # The SELECT is wrapped in CREATE TABLE ... AS, where a trailing semicolon would end the statement early.
     return rendered.strip().rstrip(";").rstrip()
 
@@ -108,7 +161,7 @@ def parse_model(path: Path) -> SqlModel:
         raise SqlModelError(f"{path}: model name {name!r} must be a lower-case SQL identifier ([a-z_][a-z0-9_]*)")
     if name in RESERVED_NAMES:
         raise SqlModelError(f"{path}: model name {name!r} is a table or view of the store")
-    sql = path.read_text()
+    sql = expand_macros(path.read_text(), path, macros(path.parent / "macros"))
     refs: set[str] = set()
     uses_source = False
     for match in _TAG.finditer(sql):

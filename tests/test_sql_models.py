@@ -431,8 +431,31 @@ def test_unknown_ref_and_source_are_named(tmp_path: Path) -> None:
     with pytest.raises(SqlModelError, match=r"a\.sql: unknown source 'runs'"):
         load_models(root)
     root = _write(tmp_path / "m3", {"a": "SELECT {{ var('x') }}"})
+    with pytest.raises(SqlModelError, match=r"a\.sql: unknown macro 'var' \(known: none\)"):
+        load_models(root)
+    root = _write(tmp_path / "m4", {"a": "SELECT 1 {% if x %}"})
     with pytest.raises(SqlModelError, match="unsupported template tag"):
         load_models(root)
+
+
+def test_a_macro_is_one_formula_expanded_where_it_is_called(tmp_path: Path) -> None:
+    root = _write(tmp_path / "m", {"a": "SELECT {{ twice('x') }} AS y FROM (SELECT 3 AS x)",
+                                   "b": "SELECT {{ twice('x', 'z') }} AS y FROM (SELECT 3 AS x)"})
+    (root / "macros").mkdir()
+    (root / "macros" / "twice.sql").write_text("-- doubles\n{% macro twice(v) %}\n{{ v }} * 2\n{% endmacro %}\n")
+    (root / "b.sql").unlink()
+    assert load_models(root)["a"].rendered_sql == "SELECT (x * 2) AS y FROM (SELECT 3 AS x)"
+    with duckdb.connect() as con:
+        materialize_models(con, models_dir=root)
+        assert con.execute("SELECT y FROM a").fetchall() == [(6,)]
+    (root / "b.sql").write_text("SELECT {{ twice('x', 'z') }} AS y FROM (SELECT 3 AS x)")
+    with pytest.raises(SqlModelError, match=r"b\.sql: .*must pass 1 quoted argument\(s\) \(v\)"):
+        load_models(root)
+    # The shipped Wilson interval, called by three models, is the one formula.
+    shipped = load_models()
+    assert all("{{" not in m.rendered_sql for m in shipped.values())
+    for name in ("pass_rate", "trends", "usage_rates"):
+        assert shipped[name].sql.count("1.96 * sqrt(") >= 2, name
 
 
 @pytest.mark.parametrize(("name", "sql", "message"), [
