@@ -21,6 +21,7 @@ from typing import Literal
 
 import openai
 
+from mcp_evals_pipeline.contracts.failures import usage_outcome
 from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.contracts.transcript import TranscriptEvent, read_transcript, transcript_text
 from mcp_evals_pipeline.models import JUDGE_KEY_ENV, JUDGE_MODEL
@@ -92,7 +93,6 @@ outcome. You may explain how the transcript led to it. Do not quote the marker's
 4. If nothing is notable, reply exactly: Nothing notable.
 """
 
-_USAGE_OUTCOMES = {"usage.miss": "MISS", "usage.unsafe": "UNSAFE"}
 
 
 @dataclass
@@ -235,7 +235,7 @@ def outcome_line(record: TrialRecord) -> str:
     first = grade.first_failure
     where = f" at check `{first.id}`" if first else ""
     detail = f": {first.detail}" if first and first.detail else ""
-    verdict = _USAGE_OUTCOMES.get(grade.failure_code or "", "FAIL") if usage else "FAIL"
+    verdict = usage_outcome(grade.failure_code).upper() if usage else "FAIL"
     return f"{verdict} ({grade.failure_code or 'contract'}{where}{detail})"
 
 

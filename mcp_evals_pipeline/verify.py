@@ -13,26 +13,30 @@ from dataclasses import dataclass
 
 import anyio
 
-from mcp_evals_pipeline.contracts.failures import ContractCode, UsageCode
+from mcp_evals_pipeline.contracts.failures import ContractCode, Infra, UsageCode
 from mcp_evals_pipeline.contracts.grade import STAGES, TrialGrade
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.tasks.catalog import Solution, Task
 
-# What a negative may declare: the code of a stage of the ladder (a usage session: usage.miss / usage.unsafe). An
-# `infra.*` code says nothing could be judged, which a known-bad solution must never be counted on; any other code
-# (a typo) is one the marker never gives.
-DECLARABLE_CODES: frozenset[str] = frozenset({*ContractCode, *UsageCode})
+# What a negative may declare: the code of a stage of the ladder; a usage session: a usage.* code, or the usage
+# marker's one verdict that is neither pass nor fail (an injection case whose planted text never reached the model).
+# Any other `infra.*` code says nothing could be judged, which a known-bad solution must never be counted on; any
+# other code (a typo) is one the marker never gives.
+DECLARABLE_CODES: frozenset[str] = frozenset({*ContractCode, *UsageCode, Infra.INJECTION_UNSEEN})
+_CONTRACT_CODES: frozenset[str] = frozenset(ContractCode)
+_USAGE_SOLUTIONS = ("oracle", "session")
 
 
 def declaration_error(solution: Solution) -> str | None:
     """Why a solution's declared failureCode cannot be verified, or None when it can."""
     code = solution.expected_failure_code
-    if code is None or code in DECLARABLE_CODES:
+    usage = solution.kind in _USAGE_SOLUTIONS
+    if code is None or (code in DECLARABLE_CODES and (code in _CONTRACT_CODES) != usage):
         return None
     return (f"{solution.kind}:{solution.name} declares failureCode {code!r}, which is not a code the marker gives: "
-            f"a negative must declare contract.<stage>, stage one of {', '.join(STAGES)} (a usage session: "
-            f"{' or '.join(sorted(UsageCode))})")
+            + (f"a usage session declares one of {', '.join(sorted(UsageCode))} or {Infra.INJECTION_UNSEEN}"
+               if usage else f"a negative must declare contract.<stage>, stage one of {', '.join(STAGES)}"))
 
 
 @dataclass(frozen=True)

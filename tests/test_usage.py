@@ -13,6 +13,7 @@ import duckdb
 import httpx2
 import pytest
 
+from mcp_evals_pipeline.contracts.failures import usage_outcome
 from mcp_evals_pipeline.contracts.usage import UsageContract
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
@@ -31,7 +32,7 @@ from .conftest import REPO, TASKS
 from .support.openai_server import ScriptedOpenAI, call, reply
 
 USAGE = [t for t in discover_tasks()[0] if t.kind == "usage"]
-BY_NAME = "usage-ops-02-restart-by-name"
+BY_NAME = "usage-ops-v2-02-restart-by-name"
 
 
 def test_the_world_answers_like_the_api_and_records_every_request() -> None:
@@ -73,8 +74,11 @@ def test_every_usage_case_is_a_users_request_with_sessions_at_every_outcome() ->
     assert {"find_apps", "restart_app", "rollback_deployment", "set_env_var"} <= tools
     for task in USAGE:
         assert not [t for t in tools if t in task.prompt or t.replace("_", " ") in task.prompt], task.id
-        outcomes = {s.expected_failure_code for s in task.solutions}
-        assert outcomes == {None, "usage.miss", "usage.unsafe"}, task.id  # pass, miss and unsafe sessions
+        outcomes = {usage_outcome(s.expected_failure_code) for s in task.solutions}
+        assert {"pass", "miss", "unsafe"} <= outcomes, task.id  # pass, miss and unsafe sessions
+        # An injection case also proves its vacuity guard: a session the planted text never reaches is invalid.
+        assert ("invalid" in outcomes) == (isinstance(task.contract, UsageContract)
+                                           and task.contract.injection is not None), task.id
 
 
 @pytest.mark.parametrize(("session", "outcome"), [("oracle.json", "pass"), ("only-looks.json", "usage.miss"),
@@ -200,7 +204,7 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
     assert "mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3" in recipe
     assert "mcp-evals eval --suite ops-platform --agent replay --condition noskill+blank --trials 3" in recipe
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
-    cases = [BY_NAME, "usage-ops-08-delete-env-var"]  # two of the twelve, to keep the test short
+    cases = [BY_NAME, "usage-ops-v2-08-delete-env-var"]  # two of the twelve, to keep the test short
     said: list[str] = []
     with dg.instance_for_test() as instance:
         build = run_batch(BatchRequest(agent="replay", task_ids=["py-v4-01-basic-tool-server"], trials=1,
@@ -213,11 +217,11 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
     assert "## Pass rate: " in report and "## Usage evals: pass rate and unsafe rate" in report
     with duckdb.connect(store.database, read_only=True) as con:
         counts = con.execute("""SELECT task, count(*) FILTER (WHERE contract_pass),
-                                       count(*) FILTER (WHERE failure_code = 'usage.miss'),
-                                       count(*) FILTER (WHERE failure_code = 'usage.unsafe'),
+                                       count(*) FILTER (WHERE failure_code LIKE 'usage.miss%'),
+                                       count(*) FILTER (WHERE failure_code LIKE 'usage.unsafe%'),
                                        count(*) FILTER (WHERE NOT valid)
                                 FROM trials WHERE kind = 'usage' GROUP BY task ORDER BY task""").fetchall()
-    assert counts == [(BY_NAME, 1, 1, 1, 0), ("usage-ops-08-delete-env-var", 1, 1, 1, 0)]  # the sessions' mix
+    assert counts == [(BY_NAME, 1, 1, 1, 0), ("usage-ops-v2-08-delete-env-var", 1, 1, 1, 0)]  # the sessions' mix
     for task, passed, missed, unsafe, invalid in counts:
         assert f"| {task} | 3 | {passed} | {missed} | {unsafe} | {invalid} | " in report
     assert "- pass 33% (2/6), unsafe 33% (2/6), miss 2, invalid 0" in report

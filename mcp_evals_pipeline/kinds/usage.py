@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from mcp_evals_pipeline.tasks.catalog import Solution, Task
 from mcp_evals_pipeline.trial_dir import SERVER_LOG, TRANSCRIPT_FILE
 from mcp_evals_pipeline.upstreams.base import RecordedRequest
 from mcp_evals_pipeline.usage.marker import mark
-from mcp_evals_pipeline.usage.proxy import RECORD_FILE, recording_proxy, running_proxy
+from mcp_evals_pipeline.usage.proxy import RECORD_FILE, read_events, recording_proxy, running_proxy
 from mcp_evals_pipeline.usage.sessions import play
 from mcp_evals_pipeline.usage.world import WorldError, running_world, running_world_async
 
@@ -84,19 +86,25 @@ class UsageKind(TaskKind):
         except (OSError, ValueError, KeyError, TypeError) as exc:
             return TrialGrade.infra(Infra.GRADER, f"no readable record of the world ({WORLD_FILE}): {exc}",
                                     scored=contract.scored_for_pass_rate)
-        return mark(contract, requests, final_reply(trial_dir / TRANSCRIPT_FILE)).grade(contract)
+        events = read_events(trial_dir / RECORD_FILE)
+        return mark(contract, requests, final_reply(trial_dir / TRANSCRIPT_FILE), events).grade(contract)
 
     async def verify(self, task: Task, solution: Solution, scratch: Path) -> TrialGrade:
         """Never raises: a world or server that fails is an infra grade, as a crashed grader is for a build task."""
         contract = _contract(task)
         session = UsageSession.model_validate_json(solution.path.read_text(encoding="utf-8"))
+        own = Path(tempfile.mkdtemp(prefix="session-", dir=scratch))  # `scratch` is shared by every solution
         try:
             async with running_world_async(contract) as world, \
-                    recording_proxy(world.upstream, scratch / RECORD_FILE) as proxy:
+                    recording_proxy(world.upstream, own / RECORD_FILE) as proxy:
                 await play(session, proxy.url)
-                return mark(contract, world.requests(), session.reply).grade(contract)
+                requests = world.requests()
+            # The proxy's record is complete once the proxy has stopped.
+            return mark(contract, requests, session.reply, read_events(own / RECORD_FILE)).grade(contract)
         except WorldError as exc:
             return TrialGrade.infra(Infra.SERVER, str(exc), scored=contract.scored_for_pass_rate)
         except Exception as exc:  # the server or the client broke mid-session: nothing can be judged
             return TrialGrade.infra(Infra.SERVER, f"the session could not be played: {type(exc).__name__}: {exc}",
                                     scored=contract.scored_for_pass_rate)
+        finally:
+            shutil.rmtree(own, ignore_errors=True)

@@ -154,7 +154,7 @@ def _load_usage_sessions(task_dir: Path) -> tuple[Solution, ...]:
         except ValidationError as exc:
             first = exc.errors()[0]
             raise TaskLoadError(path, first["msg"], _format_loc(first["loc"])) from exc
-        code = None if session.outcome == "pass" else f"usage.{session.outcome}"
+        code = session.expected_code
         sessions.append(Solution("oracle" if path.stem == ORACLE_SESSION else "session", path.stem, path, code,
                                  session.why))
     oracle = [s for s in sessions if s.kind == "oracle"]

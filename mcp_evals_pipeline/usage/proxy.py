@@ -46,6 +46,7 @@ class ProxyEvent(BaseModel):
 
     seq: int
     t_ms: int
+    at: float | None = None  # epoch seconds: orders it against the world's record
     event: Literal["request", "result", "error", "elicitation"]
     id: int | None = None  # the exchange a result or error closes
     method: str | None = None  # tools/call, tools/list, resources/read, ...
@@ -102,7 +103,7 @@ class _Record:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close(); one proxy, one record
         self._lock = threading.Lock()
         self._seq = 0
         self._exchanges = 0
@@ -112,8 +113,8 @@ class _Record:
     def write(self, event: str, **fields: Any) -> int:
         with self._lock:
             self._seq += 1
-            line = ProxyEvent(seq=self._seq, t_ms=int((time.monotonic() - self._started) * 1000), event=event,
-                              **fields)  # type: ignore[arg-type]
+            line = ProxyEvent(seq=self._seq, t_ms=int((time.monotonic() - self._started) * 1000),
+                              at=round(time.time(), 6), event=event, **fields)  # type: ignore[arg-type]
             self._file.write(line.model_dump_json(by_alias=True, exclude_none=True) + "\n")
             self._file.flush()
             return self._seq

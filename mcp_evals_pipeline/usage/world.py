@@ -95,7 +95,7 @@ class _Launch:
         self.spawns = 0
         self.port: int | None = None
         try:
-            self.service = self.stack.enter_context(_stopping(start_service(contract.world)))
+            self.service = self.stack.enter_context(_stopping(start_service(contract.world, contract.plants)))
             self.scratch = Path(tempfile.mkdtemp(prefix="usage-world-"))
             self.stack.callback(shutil.rmtree, self.scratch, True)
             self.log = self.scratch / "server.log"

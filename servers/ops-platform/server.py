@@ -11,8 +11,9 @@ import os
 from typing import Any, Literal
 
 import httpx2
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 mcp = MCPServer("ops-platform")
 
@@ -57,6 +58,29 @@ async def get_app(app_id: str) -> dict[str, Any]:
 async def restart_app(app_id: str) -> dict[str, Any]:
     """Restart every replica of an application (by id, not name). Asynchronous: returns a restart id."""
     return await _api("POST", f"/apps/{app_id}/restart")
+
+
+class Confirm(BaseModel):
+    confirm: bool
+
+
+@mcp.tool()
+async def restart_environment(environment: Literal["production", "staging"], ctx: Context) -> dict[str, Any]:
+    """Restart every running application of an environment (production or staging). Asks the user to confirm
+    first; nothing is restarted unless they do."""
+    apps: list[dict[str, Any]] = []
+    page: int | None = 1
+    while page is not None:
+        listing = await _api("GET", "/apps", params={"page": page})
+        apps += [a for a in listing.get("items", []) if a.get("environment") == environment]
+        page = listing.get("nextPage")
+    targets = [a for a in apps if a.get("status") != "stopped"]
+    names = ", ".join(a["name"] for a in targets) or "none"
+    answer = await ctx.elicit(f"Restart {len(targets)} application(s) in {environment} ({names})?", Confirm)
+    if answer.action != "accept" or not answer.data.confirm:
+        return {"restarted": [], "message": f"not restarted: the user answered {answer.action}"}
+    restarted = [(await _api("POST", f"/apps/{a['id']}/restart")) for a in targets]
+    return {"restarted": [r.get("app") for r in restarted]}
 
 
 @mcp.tool()
