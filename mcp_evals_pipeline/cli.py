@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import anyio
 import click
@@ -186,6 +187,89 @@ def lock_tasks() -> None:
     out.print(f"{prompt_hash_lock()}: {len(added)} added")
     if changed or errors:
         sys.exit(1)
+
+
+def _input_error(message: object) -> NoReturn:
+    """Bad input: one line on stderr, exit 2 (the message may hold brackets: no markup)."""
+    from rich.markup import escape
+
+    err.print(f"[red]error:[/] {escape(str(message))}")
+    sys.exit(2)
+
+
+@main.command("import-qa")
+@click.argument("qa_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--prefix", required=True, help="Case ids: <prefix>-01, <prefix>-02, ... in the file's order.")
+@click.option("--server-from", "server_from", metavar="TASK",
+              help="Use the server and world of this usage task.")
+@click.option("--server", "server_path", metavar="PATH",
+              help="Or a server of this repository, e.g. servers/ops-platform/server.py (with --world).")
+@click.option("--server-env", "server_env", multiple=True, metavar="KEY=VALUE",
+              help="The --server's environment; {world} is the world's URL (repeatable).")
+@click.option("--world", help="The world of --server (a bundled fake, e.g. ops-platform).")
+@click.option("--max-turns", type=click.IntRange(1, 100), default=12, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the case directories go (default: the tasks directory).")
+def import_qa_cmd(qa_file: Path, prefix: str, server_from: str | None, server_path: str | None,
+                  server_env: tuple[str, ...], world: str | None, max_turns: int, out_dir: Path | None) -> None:
+    """Turn a QA-pair evaluation file (seed 003) into read-only usage cases, one directory per <qa_pair>."""
+    from pydantic import ValidationError
+
+    from mcp_evals_pipeline.contracts.usage import UsageContract, UsageServer
+    from mcp_evals_pipeline.paths import tasks_dir
+    from mcp_evals_pipeline.usage.qa_pairs import QaExportError, QaFileError, import_qa, read_qa_file
+
+    if (server_from is None) == (server_path is None):
+        _input_error("give exactly one of --server-from TASK or --server PATH")
+    try:
+        if server_from is not None:
+            if server_env or world:
+                _input_error("--server-env and --world go with --server; --server-from takes both from the task")
+            source = get_task(server_from).contract
+            if not isinstance(source, UsageContract):
+                _input_error(f"--server-from {server_from}: a {source.kind} task, not a usage task")
+            server, world = source.server, source.world
+        else:
+            if not world:
+                _input_error("--server needs --world (the fake its API is pointed at)")
+            pairs = [item.partition("=") for item in server_env]
+            if any(not key or sep != "=" for key, sep, _ in pairs):
+                _input_error(f"--server-env takes KEY=VALUE, not {next(i for i in server_env if '=' not in i)!r}")
+            server = UsageServer(path=server_path, env={key: value for key, _, value in pairs})
+            if not (REPO_ROOT / str(server_path)).is_file():
+                _input_error(f"--server {server_path}: no such file in the repository")
+        qa = read_qa_file(qa_file)
+        written = import_qa(qa, out_dir or tasks_dir(), prefix, server, str(world), max_turns)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        _input_error(f"{'.'.join(map(str, first['loc'])) or 'server'}: {first['msg']}")
+    except (QaFileError, QaExportError, TaskLoadError) as exc:
+        _input_error(exc)
+    for case_id, fresh in written:
+        out.print(f"{'wrote' if fresh else 'unchanged'} {case_id}")
+    out.print(f"{qa_file}: {len(written)} case(s). A QA file names no tool calls: record each case's "
+              "sessions/oracle.json and bad sessions, add the cases to a suite (tasks/suites.json) and run "
+              "`mcp-evals lock-tasks`")
+
+
+@main.command("export-qa")
+@click.option("--task", "task_ids", multiple=True, help="This read-only usage case (repeatable).")
+@click.option("--suite", "suites", multiple=True, help="Every case of this suite (repeatable).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The QA-pair file to write.")
+def export_qa_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], output: Path) -> None:
+    """Write read-only usage cases as a QA-pair evaluation file (seed 003); a case with writes is refused."""
+    from mcp_evals_pipeline.usage.qa_pairs import QaExportError, export_qa, write_qa
+
+    selected = _selection(task_ids, suites)
+    if not selected:
+        _input_error("select the cases with --task or --suite")
+    try:
+        qa = export_qa([get_task(task_id) for task_id in selected])
+    except (QaExportError, TaskLoadError) as exc:
+        _input_error(exc)
+    output.write_text(write_qa(qa), encoding="utf-8")
+    out.print(f"{output}: {len(qa.pairs)} QA pair(s)")
 
 
 # ---- the pipeline --------------------------------------------------------------------------------------------

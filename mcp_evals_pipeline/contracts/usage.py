@@ -12,7 +12,8 @@ marked on what happened in the world, never on what it says it did (seed 004).
 subset of the JSON body); `[]` means the request changes nothing. `otherMutations`: what any other write that the
 world accepted makes of the trial: `violation` (unsafe: something changed that nobody asked for) or `miss` (the job
 not done as asked, nothing harmed), with the reason written down. `answer`: a pattern the final reply must match
-(case-insensitive, look-alike hyphens folded), when the user asked a question.
+(case-insensitive, look-alike hyphens folded), when the user asked a question. `qa`: the question and answer of a
+case imported from a QA-pair evaluation file (usage/qa_pairs.py, seed 003), kept verbatim so it can be exported back.
 """
 
 from __future__ import annotations
@@ -111,6 +112,38 @@ def _contains(body: dict[str, Any], subset: dict[str, Any]) -> bool:
     return True
 
 
+QaDifficulty = Literal["simple", "moderate", "complex"]
+# Characters a QA text may hold and still come back byte-identical from an XML file: XML 1.0's characters, less
+# carriage returns (a parser turns them into newlines).
+_XML_TEXT = re.compile(r"^[\t\n\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*$")
+
+
+class QaPair(ContractModel):
+    """One `<qa_pair>` of a QA-pair evaluation file (seed 003): a read-only question and its verified answer,
+    compared as a string; the optional fields the format allows ride along so an export gives them back."""
+
+    question: str = Field(min_length=1)
+    answer: str = Field(min_length=1)
+    id: str | None = None
+    difficulty: QaDifficulty | None = None
+    tools_required: str | None = None  # as written: comma-separated tool names
+    expected_call_count: str | None = None  # as written: "1", "3-5", "5+"
+    rationale: str | None = None
+
+    @field_validator("question", "answer", "id", "tools_required", "expected_call_count", "rationale")
+    @classmethod
+    def _xml_text(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if value != value.strip():
+            raise ValueError("has leading or trailing whitespace (a QA file's texts are read stripped)")
+        if not value:
+            raise ValueError("is empty")
+        if not _XML_TEXT.match(value):
+            raise ValueError("holds a character an XML file cannot carry unchanged (a control character or \\r)")
+        return value
+
+
 class Injection(ContractModel):
     """A prompt-injection case (seed 004): an order planted in data the model reads (`plants`)."""
 
@@ -142,6 +175,13 @@ class UsageContract(ContractModel):
     after_declined: Literal["violation", "allowed"] = "violation"
     # `pr`: in the fast subset a pull request runs (`eval --tier pr`); `full`: the weekly usage schedule's only.
     tier: Literal["pr", "full"] = "full"
+    qa: QaPair | None = None
+
+    @model_validator(mode="after")
+    def _qa_is_read_only(self) -> UsageContract:
+        if self.qa is not None and (self.must_land or self.answer is None):
+            raise ValueError("a case from a QA pair is a question: mustLand [] and an answer pattern")
+        return self
 
     @property
     def effective_runtime(self) -> str:

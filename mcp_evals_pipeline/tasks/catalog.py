@@ -143,7 +143,7 @@ def _load_solutions(task_dir: Path) -> tuple[Solution, ...]:
     return tuple(solutions)
 
 
-def _load_usage_sessions(task_dir: Path) -> tuple[Solution, ...]:
+def _load_usage_sessions(task_dir: Path, from_qa: bool = False) -> tuple[Solution, ...]:
     """A usage task's recorded sessions as the solutions verify-tasks marks: the oracle first (must pass), then
     each known-bad one at its declared outcome (usage.miss / usage.unsafe)."""
     paths = sorted((task_dir / "sessions").glob("*.json"))
@@ -159,7 +159,11 @@ def _load_usage_sessions(task_dir: Path) -> tuple[Solution, ...]:
                                  session.why))
     oracle = [s for s in sessions if s.kind == "oracle"]
     if not oracle:
-        raise TaskLoadError(task_dir / "sessions", f"a usage task needs {ORACLE_SESSION}.json (the job done right)")
+        # An import from a QA file (usage/qa_pairs.py) cannot write one: the file names no tool calls.
+        hint = (" — this case was imported from a QA pair, which names no tool calls: record the calls that answer "
+                "its question and a reply giving the answer, and its bad sessions") if from_qa else ""
+        raise TaskLoadError(task_dir / "sessions",
+                            f"a usage task needs {ORACLE_SESSION}.json (the job done right){hint}")
     if oracle[0].expected_failure_code is not None:
         raise TaskLoadError(oracle[0].path, "the oracle session's outcome must be pass", "outcome")
     return tuple(oracle + [s for s in sessions if s.kind != "oracle"])
@@ -174,7 +178,7 @@ def load_task(task_dir: Path) -> Task:
         raise TaskLoadError(prompt_path, "file is missing") from exc
     contract = parse_contract(contract_path)
     if isinstance(contract, UsageContract):
-        solutions = _load_usage_sessions(task_dir)
+        solutions = _load_usage_sessions(task_dir, from_qa=contract.qa is not None)
         known: set[str] = set()
     else:
         solutions = _load_solutions(task_dir)
