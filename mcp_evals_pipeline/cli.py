@@ -259,14 +259,18 @@ def import_qa_cmd(qa_file: Path, prefix: str, server_from: str | None, server_pa
               help="The QA-pair file to write.")
 def export_qa_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], output: Path) -> None:
     """Write read-only usage cases as a QA-pair evaluation file (seed 003); a case with writes is refused."""
+    from mcp_evals_pipeline.paths import tasks_dir
     from mcp_evals_pipeline.usage.qa_pairs import QaExportError, export_qa, write_qa
 
     selected = _selection(task_ids, suites)
     if not selected:
         _input_error("select the cases with --task or --suite")
+    missing = [t for t in selected if not (tasks_dir() / t).is_dir()]
+    if missing:
+        _input_error(f"no such task: {', '.join(missing)} (under {tasks_dir()})")
     try:
-        qa = export_qa([get_task(task_id) for task_id in selected])
-    except (QaExportError, TaskLoadError) as exc:
+        qa = export_qa([tasks_dir() / task_id for task_id in selected])
+    except QaExportError as exc:
         _input_error(exc)
     output.write_text(write_qa(qa), encoding="utf-8")
     out.print(f"{output}: {len(qa.pairs)} QA pair(s)")

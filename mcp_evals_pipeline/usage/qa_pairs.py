@@ -29,7 +29,7 @@ from pydantic import Field, ValidationError
 
 from mcp_evals_pipeline.contracts.task_base import ContractModel
 from mcp_evals_pipeline.contracts.usage import QaPair, UsageContract, UsageServer
-from mcp_evals_pipeline.tasks.catalog import Task
+from mcp_evals_pipeline.tasks.catalog import TaskLoadError, parse_contract
 from mcp_evals_pipeline.usage.marker import fold_hyphens
 
 PAIR_FIELDS = ("id", "difficulty", "question", "answer", "tools_required", "expected_call_count", "rationale")
@@ -298,39 +298,45 @@ def import_qa(qa: QaFile, out: Path, prefix: str, server: UsageServer, world: st
     return written
 
 
-def pair_of(task: Task) -> QaPair:
+def pair_of(case_dir: Path) -> QaPair:
     """The QA pair a read-only case asks: its `qa` block, or for a case written by hand with a literal answer, its
-    prompt and that literal. A case with writes, without an answer or with a pattern for one is refused."""
-    contract = task.contract
+    prompt and that literal. A case with writes, without an answer or with a pattern for one is refused. Read from
+    task.json and prompt.md alone: a case just imported has no sessions yet and exports all the same."""
+    case = case_dir.name
+    contract = parse_contract(case_dir / "task.json")
+    try:
+        prompt = (case_dir / "prompt.md").read_text(encoding="utf-8")
+    except OSError as exc:
+        raise QaExportError(f"{case}: prompt.md cannot be read: {exc.strerror or exc}") from exc
     if not isinstance(contract, UsageContract):
-        raise QaExportError(f"{task.id} is a {task.kind} task: only usage cases are QA pairs")
+        raise QaExportError(f"{case} is a {contract.kind} task: only usage cases are QA pairs")
     if contract.must_land:
         writes = ", ".join(m.describe() for m in contract.must_land)
-        raise QaExportError(f"{task.id} asks for writes ({writes}): a QA pair is a read-only question")
+        raise QaExportError(f"{case} asks for writes ({writes}): a QA pair is a read-only question")
     if contract.qa is not None:
         if contract.answer != answer_pattern(contract.qa.answer):
-            raise QaExportError(f"{task.id}: its answer pattern is no longer the one its qa.answer gives "
+            raise QaExportError(f"{case}: its answer pattern is no longer the one its qa.answer gives "
                                 f"({answer_pattern(contract.qa.answer)!r}); restore it or drop the qa block")
-        if task.prompt != contract.qa.question + "\n":
-            raise QaExportError(f"{task.id}: prompt.md is no longer its qa.question")
+        if prompt != contract.qa.question + "\n":
+            raise QaExportError(f"{case}: prompt.md is no longer its qa.question")
         return contract.qa
     if contract.answer is None:
-        raise QaExportError(f"{task.id} checks no answer: a QA pair needs one")
+        raise QaExportError(f"{case} checks no answer: a QA pair needs one")
     if any(ch in _REGEX_SYNTAX for ch in contract.answer):
-        raise QaExportError(f"{task.id}: its answer is a pattern ({contract.answer!r}), not a string to compare")
+        raise QaExportError(f"{case}: its answer is a pattern ({contract.answer!r}), not a string to compare")
     try:
-        return QaPair(question=task.prompt.strip(), answer=contract.answer)
+        return QaPair(question=prompt.strip(), answer=contract.answer)
     except ValidationError as exc:
-        raise QaExportError(f"{task.id}: {exc.errors()[0]['msg']}") from exc
+        raise QaExportError(f"{case}: {exc.errors()[0]['msg']}") from exc
 
 
-def export_qa(tasks: list[Task], metadata: QaMetadata | None = None) -> QaFile:
+def export_qa(case_dirs: list[Path], metadata: QaMetadata | None = None) -> QaFile:
     """The QA file of these read-only cases, in order; every case that is not one is named at once."""
     pairs, refused = [], []
-    for task in tasks:
+    for case_dir in case_dirs:
         try:
-            pairs.append(pair_of(task))
-        except QaExportError as exc:
+            pairs.append(pair_of(case_dir))
+        except (QaExportError, TaskLoadError) as exc:
             refused.append(str(exc))
     if refused:
         raise QaExportError("; ".join(refused))
