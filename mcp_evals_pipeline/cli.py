@@ -208,10 +208,13 @@ def _input_error(message: object) -> NoReturn:
               help="The --server's environment; {world} is the world's URL (repeatable).")
 @click.option("--world", help="The world of --server (a bundled fake, e.g. ops-platform).")
 @click.option("--max-turns", type=click.IntRange(1, 100), default=12, show_default=True)
+@click.option("--tier", type=click.Choice(["pr", "full"]), default="full", show_default=True,
+              help="The cases' tier: pr (the fast subset a pull request runs) or full.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the case directories go (default: the tasks directory).")
 def import_qa_cmd(qa_file: Path, prefix: str, server_from: str | None, server_path: str | None,
-                  server_env: tuple[str, ...], world: str | None, max_turns: int, out_dir: Path | None) -> None:
+                  server_env: tuple[str, ...], world: str | None, max_turns: int, tier: str,
+                  out_dir: Path | None) -> None:
     """Turn a QA-pair evaluation file (seed 003) into read-only usage cases, one directory per <qa_pair>."""
     from pydantic import ValidationError
 
@@ -239,7 +242,7 @@ def import_qa_cmd(qa_file: Path, prefix: str, server_from: str | None, server_pa
             if not (REPO_ROOT / str(server_path)).is_file():
                 _input_error(f"--server {server_path}: no such file in the repository")
         qa = read_qa_file(qa_file)
-        written = import_qa(qa, out_dir or tasks_dir(), prefix, server, str(world), max_turns)
+        written = import_qa(qa, out_dir or tasks_dir(), prefix, server, str(world), max_turns, tier)
     except ValidationError as exc:
         first = exc.errors()[0]
         _input_error(f"{'.'.join(map(str, first['loc'])) or 'server'}: {first['msg']}")

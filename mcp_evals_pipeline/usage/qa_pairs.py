@@ -248,14 +248,15 @@ def answer_pattern(answer: str) -> str:
     return rf"(?<![\w-])(?<!\w\.)(?-i:{body})(?![\w-])(?!\.\w)"
 
 
-def case_document(pair: QaPair, case_id: str, server: UsageServer, world: str, max_turns: int) -> dict[str, Any]:
+def case_document(pair: QaPair, case_id: str, server: UsageServer, world: str, max_turns: int,
+                  tier: str = "full") -> dict[str, Any]:
     """The task.json of the case asking `pair` (validated as a UsageContract)."""
     title = f"A question from a QA pair{f' ({pair.difficulty})' if pair.difficulty else ''}: {pair.question}"
     document = {
         "kind": "usage", "id": case_id, "title": title,
         "server": server.model_dump(by_alias=True, exclude_defaults=True), "world": world,
         "mustLand": [], "otherMutations": "violation", "otherMutationsReason": READ_ONLY_REASON,
-        "answer": answer_pattern(pair.answer), "maxTurns": max_turns,
+        "answer": answer_pattern(pair.answer), "maxTurns": max_turns, "tier": tier,
         "qa": pair.model_dump(by_alias=True, exclude_none=True)}
     UsageContract.model_validate(document)
     return document
@@ -273,7 +274,7 @@ def case_ids(prefix: str, count: int) -> list[str]:
 
 
 def import_qa(qa: QaFile, out: Path, prefix: str, server: UsageServer, world: str,
-              max_turns: int = 12) -> list[tuple[str, bool]]:
+              max_turns: int = 12, tier: str = "full") -> list[tuple[str, bool]]:
     """Write one case directory per pair (`<prefix>-01`, ...) under `out`; (id, written) per case: a case already
     there with the same files is left alone, one that differs is refused (an edited task is a new task). Nothing
     is written unless every case can be."""
@@ -281,7 +282,7 @@ def import_qa(qa: QaFile, out: Path, prefix: str, server: UsageServer, world: st
         raise QaExportError(f"prefix {prefix!r}: lowercase letters, digits, '.', '_' and '-' (no '--')")
     planned: list[tuple[str, dict[str, bytes]]] = []
     for case_id, pair in zip(case_ids(prefix, len(qa.pairs)), qa.pairs, strict=True):
-        files = case_files(case_document(pair, case_id, server, world, max_turns))
+        files = case_files(case_document(pair, case_id, server, world, max_turns, tier))
         for name, data in files.items():
             path = out / case_id / name
             if path.exists() and path.read_bytes() != data:
