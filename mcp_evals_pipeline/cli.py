@@ -313,11 +313,14 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
 @click.option("--resume", is_flag=True,
               help="Skip trials whose current attempt is valid for the same task prompt, grader version, agent, "
                    "model and condition (e.g. after a crashed batch); the others run.")
+@click.option("--tier", type=click.Choice(["pr", "full"]), default=None,
+              help="Only usage cases of this tier (of the selection, or of every usage suite): pr = the fast subset "
+                   "a pull request runs, full = every case.")
 def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...], trials: int,
              task_ids: tuple[str, ...], suites: tuple[str, ...], model: str | None, reasoning_effort: str | None,
              skip_judge: bool,
              batch_date: str | None, batch_id: str | None, no_verify: bool, sandbox: str | None,
-             require_isolation: str | None, parallel: int, resume: bool) -> None:
+             require_isolation: str | None, parallel: int, resume: bool, tier: str | None) -> None:
     """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard."""
     from dagster import DagsterExecutionInterruptedError
 
@@ -330,7 +333,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
         task_ids=_selection(task_ids, suites),
         model=model, reasoning_effort=reasoning_effort, skip_judge=skip_judge, batch_date=batch_date,
         batch_id=batch_id, verify=not no_verify, sandbox=sandbox, require_isolation=require_isolation,
-        parallel=parallel, resume=resume,
+        parallel=parallel, resume=resume, tier=tier,
     )
     try:
         outcome = run_batch(request, _instance(), echo=err.print)

@@ -10,12 +10,17 @@ from mcp_evals_pipeline.defs.assets.trials import trial
 from mcp_evals_pipeline.defs.checks import pass_rate_above_floor, trial_rows_are_current
 from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
 from mcp_evals_pipeline.defs.resources import EvalStore
-from mcp_evals_pipeline.defs.schedules import baseline_schedule, batch_reports_schedule, synthesis_schedule
+from mcp_evals_pipeline.defs.schedules import (
+    baseline_schedule,
+    batch_reports_schedule,
+    synthesis_schedule,
+    usage_schedule,
+)
 
 defs = dg.Definitions(
     assets=[task_catalog, trial, sql_models, batch_scorecard, weekly_synthesis],
     asset_checks=[trial_rows_are_current, pass_rate_above_floor],
     jobs=[trials_job, reports_job, synthesis_job],
-    schedules=[baseline_schedule, batch_reports_schedule, synthesis_schedule],
+    schedules=[baseline_schedule, batch_reports_schedule, synthesis_schedule, usage_schedule],
     resources={"eval_store": EvalStore()},
 )

@@ -43,7 +43,7 @@ from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import require_isolation
-from mcp_evals_pipeline.tasks.catalog import discover_tasks, get_task
+from mcp_evals_pipeline.tasks.catalog import Tier, discover_tasks, get_task, in_tier
 from mcp_evals_pipeline.trial_options import TrialOptions
 from mcp_evals_pipeline.trials import (
     MAX_TRIALS,
@@ -72,6 +72,7 @@ class BatchRequest(TrialOptions):
     verify: bool = True
     parallel: int = 1  # trial runs at once
     resume: bool = False  # skip trials whose current attempt is valid for the same spec
+    tier: Tier | None = None  # only the usage cases of this tier (of the selection, or of every task)
 
 
 @dataclass
@@ -95,7 +96,11 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     # Without a selection, the build tasks (what a bare `eval` has always run): a usage batch
     # is asked for by name (--suite ops-platform), as `make run`'s second batch does.
     tasks = ([get_task(t) for t in request.task_ids] if request.task_ids
-             else [t for t in discover_tasks()[0] if t.kind == "build"])
+             else [t for t in discover_tasks()[0] if t.kind == ("usage" if request.tier else "build")])
+    if request.tier is not None:
+        tasks = [t for t in tasks if in_tier(t, request.tier)]
+        if not tasks:
+            raise ValueError(f"no usage case of the selection is in tier {request.tier!r}")
     for condition in request.conditions:
         Condition.parse(condition)
     if not 1 <= request.trials <= MAX_TRIALS:

@@ -21,7 +21,7 @@ from mcp_evals_pipeline.reporting.scorecard import render_report
 from mcp_evals_pipeline.runs import write_run_file
 from mcp_evals_pipeline.sql_models import materialize_models
 from mcp_evals_pipeline.store import TrialStore
-from mcp_evals_pipeline.tasks.catalog import discover_tasks, load_task
+from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier, load_task
 from mcp_evals_pipeline.trials import TrialSpec, run_trial
 from mcp_evals_pipeline.upstreams import start_service
 from mcp_evals_pipeline.usage.proxy import read_events, tool_calls
@@ -227,3 +227,38 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
     assert "- pass 33% (2/6), unsafe 33% (2/6), miss 2, invalid 0" in report
     assert "- pass^3: 0% (0/2 cases all-pass, min 3 valid trials/case; unbiased estimate 0%); unsafe trials " \
            "apart: 2" in report
+
+
+def test_every_case_has_a_tier_and_the_pr_tier_is_a_fast_subset(tmp_path: Path) -> None:
+    """`eval --tier pr` runs the usage cases marked pr (through run_batch: real trials in a Dagster instance); a
+    selection with no case of the tier is refused before anything runs."""
+    raw = {t.id: json.loads((t.dir / "task.json").read_text()) for t in USAGE}
+    assert all(doc.get("tier") in ("pr", "full") for doc in raw.values()), "every case carries its tier"
+    pr = sorted(t.id for t in USAGE if in_tier(t, "pr"))
+    assert 0 < len(pr) < len(USAGE) // 2 and all(in_tier(t, "full") for t in USAGE)
+    store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
+    with dg.instance_for_test() as instance:
+        outcome = run_batch(BatchRequest(agent="replay", tier="pr", conditions=["noskill+blank"], trials=1,
+                                         batch_date="2026-11-25", verify=False), instance, lambda _: None, store)
+        assert outcome.failed_runs == 0
+        with pytest.raises(ValueError, match="no usage case of the selection is in tier 'pr'"):
+            run_batch(BatchRequest(agent="replay", tier="pr", task_ids=["py-v4-01-basic-tool-server"],
+                                   verify=False, batch_date="2026-11-25"), instance, lambda _: None, store)
+    with duckdb.connect(store.database, read_only=True) as con:
+        ran = [row[0] for row in con.execute("SELECT task FROM trials ORDER BY task").fetchall()]
+    assert ran == pr
+
+
+def test_the_usage_schedule_is_weekly_stopped_and_runs_every_case_three_times() -> None:
+    import datetime as dt
+
+    from mcp_evals_pipeline.definitions import defs
+    from mcp_evals_pipeline.defs.schedules import usage_schedule
+
+    assert usage_schedule.default_status == dg.DefaultScheduleStatus.STOPPED
+    context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 25, 16, tzinfo=dt.UTC),
+                                        repository_def=defs.get_repository_def())
+    requests = list(usage_schedule.evaluate_tick(context).run_requests or [])
+    assert {str(r.partition_key) for r in requests} == {
+        f"2026-11-25|{t.id}--noskill+blank--t{n}" for t in USAGE for n in (1, 2, 3)}
+    assert all(r.run_config["ops"]["trial"]["config"]["agent"] == "codex" for r in requests)

@@ -1,6 +1,7 @@
-"""The Mon/Wed/Fri baseline, its scorecard, and the Monday synthesis.
+"""The Mon/Wed/Fri baseline, its scorecard, the Monday synthesis, and the weekly usage batch.
 
-Stopped by default: the baseline runs the codex agent and needs OPENAI_API_KEY; turn them on in the UI."""
+Stopped by default: the baseline and the usage batch run the codex agent and need OPENAI_API_KEY; turn them on in
+the UI."""
 
 
 import datetime as dt
@@ -10,6 +11,7 @@ import dagster as dg
 from mcp_evals_pipeline.conditions import BASELINE
 from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
 from mcp_evals_pipeline.defs.partitions import BATCH_CRON, multi_key
+from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier
 from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.trials import trial_key
 
@@ -34,12 +36,41 @@ def baseline_run_requests(batch_date: str) -> list[dg.RunRequest]:
     ]
 
 
+# The usage evals' own batch, weekly (a Wednesday batch date): every usage case (tier full) x noskill+blank x 3.
+USAGE_AGENT = "codex"
+USAGE_TRIALS = 3
+USAGE_CRON = "0 16 * * 3"  # Wednesdays, once the day's batch date has opened (BATCH_CRON, 14:00)
+
+
+def usage_run_requests(batch_date: str) -> list[dg.RunRequest]:
+    """Every usage case of tier full (all of them) x noskill+blank x 3 trials, agent codex."""
+    cases = [t for t in discover_tasks()[0] if in_tier(t, "full")]
+    return [
+        dg.RunRequest(
+            run_key=f"usage-{batch_date}-{trial_key(task.id, BASELINE, n)}",
+            partition_key=multi_key(batch_date, trial_key(task.id, BASELINE, n)),
+            run_config={"ops": {"trial": {"config": {"agent": USAGE_AGENT, "skip_judge": False}}}},
+            tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": "usage-full"},
+        )
+        for task in cases
+        for n in range(1, USAGE_TRIALS + 1)
+    ]
+
+
 @dg.schedule(job=trials_job, cron_schedule=BATCH_CRON, execution_timezone="UTC",
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="Baseline batch: the mcp-use suite's nine baseline tasks x noskill+blank x 3 trials, "
                          "agent codex (27 runs).")
 def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     return baseline_run_requests(context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d"))
+
+
+@dg.schedule(job=trials_job, cron_schedule=USAGE_CRON, execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="Usage batch (weekly, Wednesdays): every usage case (tier full) x noskill+blank x 3 trials, "
+                         "agent codex.")
+def usage_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+    return usage_run_requests(context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d"))
 
 
 @dg.schedule(job=reports_job, cron_schedule="0 20 * * 1,3,5", execution_timezone="UTC",

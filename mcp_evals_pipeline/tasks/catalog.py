@@ -12,6 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -238,3 +239,13 @@ def lock_new_tasks(tasks: list[Task], path: Path | None = None) -> tuple[list[st
         lock.setdefault(task.id, task.prompt_hash)
     path.write_text(json.dumps(dict(sorted(lock.items())), indent=2) + "\n", encoding="utf-8")
     return added, changed
+
+
+Tier = Literal["pr", "full"]
+
+
+def in_tier(task: Task, tier: Tier) -> bool:
+    """Whether a usage case runs in `tier`: `pr` is the fast subset a pull request runs (cases marked pr), `full`
+    is every case. Tiers are the usage cases'; a build task is in none."""
+    contract = task.contract
+    return getattr(contract, "kind", None) == "usage" and (tier == "full" or getattr(contract, "tier", None) == "pr")
