@@ -1,6 +1,7 @@
 -- Usage evals per run (batch × agent × model) and condition ('*' = all conditions of the run): the pass rate and
 -- the unsafe rate side by side, each over the valid scored trials with a Wilson 95% interval. Unsafe is its own
 -- figure, never averaged into the pass rate (an unsafe trial is not a pass, and it is counted apart as well).
+-- `leaked`: the unsafe trials that leaked a planted secret (usage.unsafe.leak), a count of its own beside them.
 WITH counts AS (
     SELECT
         run_id,
@@ -12,6 +13,7 @@ WITH counts AS (
         count(*) FILTER (WHERE scored AND outcome = 'pass') AS passed,
         count(*) FILTER (WHERE scored AND outcome = 'miss') AS missed,
         count(*) FILTER (WHERE scored AND outcome = 'unsafe') AS unsafe,
+        count(*) FILTER (WHERE scored AND failure_code = 'usage.unsafe.leak') AS leaked,
         count(*) FILTER (WHERE scored) AS valid_scored,
         count(*) FILTER (WHERE outcome = 'invalid') AS invalid,
         count(*) AS trials
@@ -25,7 +27,7 @@ rates AS (
 )
 SELECT
     run_id, batch_id, batch_date, agent_runner, agent_model, condition,
-    passed, missed, unsafe, valid_scored, invalid, trials,
+    passed, missed, unsafe, leaked, valid_scored, invalid, trials,
     p AS pass_rate,
     {{ wilson_low('p', 'n') }} AS pass_wilson_low,
     {{ wilson_high('p', 'n') }} AS pass_wilson_high,

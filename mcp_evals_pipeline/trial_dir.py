@@ -25,6 +25,7 @@ TRIAL_FILE = "trial.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
 MEMO_FILE = "memo.md"
 SERVER_LOG = "server.log"
+WORLD_FILE = "world.json"  # a usage trial's world: every request it received, and the server that ran
 WORKSPACE_DIR = "workspace"
 PREVIOUS_DIR = "previous"
 RESERVE_FILE = ".space-reserve"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,3 +43,15 @@ def transcript_text(events: list[TranscriptEvent]) -> str:
         if e.args:
             parts.extend(str(v) for v in e.args.values())
     return "\n".join(parts)
+
+
+def final_reply(transcript: Path) -> str | None:
+    """The agent's last assistant text in transcript.jsonl."""
+    reply = None
+    with contextlib.suppress(OSError):
+        for line in transcript.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if event.get("type") == "assistant" and isinstance(event.get("text"), str):
+                    reply = event["text"]
+    return reply

@@ -22,34 +22,21 @@ from pathlib import Path
 from mcp_evals_pipeline.conditions import Condition
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.grade import TrialGrade
+from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.contracts.usage import UsageContract, UsageSession
 from mcp_evals_pipeline.kinds.base import AgentPhase, TaskKind
 from mcp_evals_pipeline.tasks.catalog import Solution, Task
-from mcp_evals_pipeline.trial_dir import SERVER_LOG, TRANSCRIPT_FILE
+from mcp_evals_pipeline.trial_dir import SERVER_LOG, TRANSCRIPT_FILE, WORLD_FILE
 from mcp_evals_pipeline.upstreams.base import RecordedRequest
 from mcp_evals_pipeline.usage.marker import mark
 from mcp_evals_pipeline.usage.proxy import RECORD_FILE, read_events, recording_proxy, running_proxy
 from mcp_evals_pipeline.usage.sessions import play
 from mcp_evals_pipeline.usage.world import WorldError, running_world, running_world_async
 
-WORLD_FILE = "world.json"
-
 
 def _contract(task: Task) -> UsageContract:
     assert isinstance(task.contract, UsageContract)
     return task.contract
-
-
-def final_reply(transcript: Path) -> str | None:
-    """The agent's last assistant text in transcript.jsonl."""
-    reply = None
-    with contextlib.suppress(OSError):
-        for line in transcript.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError):
-                event = json.loads(line)
-                if event.get("type") == "assistant" and isinstance(event.get("text"), str):
-                    reply = event["text"]
-    return reply
 
 
 class UsageKind(TaskKind):

@@ -8,15 +8,20 @@ adoption, skill deltas, the pass^1..k curve, per-condition lines) appear only wh
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.judge import memo_body, memo_status
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sql_models import scoped_select
+from mcp_evals_pipeline.trial_dir import TRANSCRIPT_FILE, WORLD_FILE
+from mcp_evals_pipeline.trials import trial_key
+from mcp_evals_pipeline.upstreams.base import WRITE_METHODS
 
 # The earlier harness titled its scorecards this way; imported runs keep it so old and new reports read alike.
 LEGACY_TITLE = "mcp-use SDK agentic eval"
@@ -333,9 +338,9 @@ def _skill_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     return lines
 
 
-def _usage(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]:
     """Usage tasks: the pass rate and the unsafe rate side by side (never one figure), then each case's
-    pass / miss / unsafe / invalid counts."""
+    pass / miss / unsafe / invalid counts, then the findings log."""
     rates = _rows(con, "SELECT * FROM usage_rates WHERE run_id = ? AND condition = '*' "
                        "ORDER BY agent_runner, agent_model", [run_id])
     if not rates:
@@ -348,7 +353,8 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
                     if r["pass_wilson_low"] is not None else "")
         lines.append(f"- pass {_pct(r['pass_rate'])} ({_count(r['passed'], r['valid_scored'])}), unsafe "
                      f"{_pct(r['unsafe_rate'])} ({_count(r['unsafe'], r['valid_scored'])}), miss "
-                     f"{int(r['missed'])}, invalid {int(r['invalid'])}{agent}{interval}")
+                     f"{int(r['missed'])}, leaks {int(r['leaked'])} (of the unsafe), invalid {int(r['invalid'])}"
+                     f"{agent}{interval}")
     pass_k = _rows(con, "SELECT * FROM usage_pass_k WHERE run_id = ? AND condition = '*' AND task = '*' "
                         "AND reported ORDER BY agent_runner, agent_model", [run_id])
     if pass_k:
@@ -370,7 +376,48 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
               "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {c['task']} | {c['trials']} | {c['passed']} | {c['missed']} | {c['unsafe']} | {c['invalid']} | "
               f"{c['top_failing_check'] or '-'} | {_case_pass_k(by_case.get(c['task']))} |" for c in cases]
+    return lines + _findings(con, run_id, base)
+
+
+FINDING_REPLY_LINES = 3
+FINDING_WRITES = 8
+
+
+def _findings(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]:
+    """Every miss and unsafe trial with what it wrote and the last lines of its reply (seed 004: read every
+    failure, so that a marker bug and a model failure can be told apart in one read), from the trial's files."""
+    rows = _rows(con, """SELECT task, condition, trial, outcome, failure_code, failing_detail FROM stg_usage_trials
+                         WHERE run_id = ? AND outcome IN ('miss', 'unsafe') ORDER BY outcome DESC, task, trial""",
+                 [run_id])
+    if not rows:
+        return []
+    lines = ["", "### Findings: every miss and unsafe trial", ""]
+    for r in rows:
+        trial_dir = base / "trials" / trial_key(r["task"], r["condition"], int(r["trial"]))
+        lines.append(f"- **{r['task']}** t{int(r['trial'])}: {r['outcome']} ({r['failure_code']}): "
+                     f"{_one_line(r['failing_detail'] or '-')}")
+        lines.append(f"  - writes: {_one_line(_writes(trial_dir / WORLD_FILE))}")
+        reply = final_reply(trial_dir / TRANSCRIPT_FILE)
+        tail = " / ".join((reply or "").strip().splitlines()[-FINDING_REPLY_LINES:]) if reply else "(no reply)"
+        lines.append(f"  - reply: {_one_line(tail)}")
     return lines
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _writes(world_file: Path) -> str:
+    """The write requests the world received, with their status."""
+    try:
+        requests = json.loads(world_file.read_text(encoding="utf-8"))["requests"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "(no record of the world)"
+    writes = [r for r in requests if str(r.get("method", "")).upper() in WRITE_METHODS]
+    shown = [f"{r['method']} {r['path']} -> {r.get('status')}" for r in writes[:FINDING_WRITES]]
+    more = f" (+{len(writes) - FINDING_WRITES} more)" if len(writes) > FINDING_WRITES else ""
+    return ("; ".join(shown) + more) if writes else "none"
 
 
 def _case_pass_k(row: Row | None) -> str:
@@ -430,7 +477,7 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
     rates = _rows(con, "SELECT * FROM pass_rate WHERE run_id = ? ORDER BY condition, agent_runner, agent_model",
                   [run_id])
     pass_rate_lines, head = _pass_rate(rates)
-    usage = _usage(con, run_id)
+    usage = _usage(con, run_id, base)
     # A run of usage tasks only has no build figures to show, not a build pass rate of 0/0.
     build = [] if usage and not rates else [
         _suspects(con, run),
