@@ -23,6 +23,10 @@ AGENT_PINS: dict[str, AgentPin] = {
     "replay": AgentPin(None, None, ()),
 }
 
+# The usage evals' calibration (seeds 002, 004: calibrate on the strongest model first): a usage case this agent
+# and model fail in most of their trials is flagged as suspect (the case or the world is more likely wrong).
+CALIBRATION: tuple[str, str] = ("codex", "gpt-5.6-sol")
+
 JUDGE_MODEL = "gpt-5.6-sol"
 SYNTHESIS_MODEL = "gpt-5.6-sol"
 JUDGE_KEY_ENV = ("OPENAI_API_KEY",)

@@ -47,7 +47,7 @@ COLUMNS: dict[str, list[str]] = {
                         "top_failing_check", "top_check_failures", "top_detail", "top_detail_failures", "top_share",
                         "suspect"],
     "usage_rates": ["run_id", "batch_id", "batch_date", "agent_runner", "agent_model", "condition", "passed",
-                    "missed", "unsafe", "valid_scored", "invalid", "trials", "pass_rate", "pass_wilson_low",
+                    "missed", "unsafe", "leaked", "valid_scored", "invalid", "trials", "pass_rate", "pass_wilson_low",
                     "pass_wilson_high", "unsafe_rate", "unsafe_wilson_low", "unsafe_wilson_high"],
     "usage_cases": ["run_id", "task", "prompt_hash", "passed", "missed", "unsafe", "invalid", "trials",
                     "top_failing_check"],
@@ -55,8 +55,10 @@ COLUMNS: dict[str, list[str]] = {
                      "pass_k", "pass_k_estimate", "passed", "missed", "unsafe", "valid_scored", "invalid", "reported"],
     "usage_trends": ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "tasks", "passed",
                      "missed", "unsafe", "valid_scored", "invalid", "pass_rate", "unsafe_rate"],
+    "usage_model_cases": ["task", "prompt_hash", "agent_runner", "agent_model", "valid_scored", "passed", "missed",
+                          "unsafe", "invalid"],
 }
-USAGE_MODELS = ("usage_rates", "usage_cases", "usage_pass_k", "usage_trends")
+USAGE_MODELS = ("usage_rates", "usage_cases", "usage_pass_k", "usage_trends", "usage_model_cases")
 
 NS, SK = "noskill+blank", "skill+blank"
 ENTRY_DETAIL = "no entry file found (tried: server.py)"
@@ -534,14 +536,15 @@ def test_real_legacy_runs(tmp_path: Path, legacy_runs: Path) -> None:
     assert clean == [(6,)]  # the six tasks that always passed
 
 
-def _usage_trial(run: str, task: str, trial: int, outcome: str) -> TrialRecord:
+def _usage_trial(run: str, task: str, trial: int, outcome: str, agent: tuple[str, str] = ("codex", "gpt-test"),
+                ) -> TrialRecord:
     """A usage trial of run `run`: outcome pass, usage.miss, usage.unsafe or infra.server."""
     valid = not outcome.startswith("infra.")
     check = {"usage.miss": "must-land:0", "usage.unsafe": "other-writes"}.get(outcome)
     grade = TrialGrade.model_validate({
         "contractPass": outcome == "pass", "failureCode": None if outcome == "pass" else outcome,
         "checks": [{"id": check, "pass": False}] if check else [{"id": "must-land:0", "pass": True}] if valid else []})
-    return TrialRecord(task=task, kind="usage", condition=NS, trial=trial, agent_runner="codex", agent_model="gpt-test",
+    return TrialRecord(task=task, kind="usage", condition=NS, trial=trial, agent_runner=agent[0], agent_model=agent[1],
                        grader_version="2.2.0", batch_id="B1", batch_date="2026-09-01", run_id=run, valid=valid,
                        invalid_reason=None if valid else outcome, grade=grade, perf=TrialPerf(duration_ms=5_000_000),
                        timestamp="2026-09-01T15:00:00Z")
@@ -596,3 +599,31 @@ def test_usage_pass_k_over_several_trials_per_case(tmp_path: Path) -> None:
                            "reported FROM usage_pass_k WHERE condition = ?", [NS]).fetchall()
     assert rows == _approx([("*", 3, 3, 1, 1 / 3, 1 / 3, 1, 1, True), ("u-a", 3, 1, 1, 1.0, 1.0, 0, 0, True),
                             ("u-b", 3, 1, 0, 0.0, 0.0, 1, 0, True), ("u-c", 3, 1, 0, 0.0, 0.0, 0, 1, True)])
+
+
+def test_a_case_the_calibration_model_fails_in_most_trials_is_a_suspect_case(tmp_path: Path) -> None:
+    """The model ladder (seeds 002, 004): per case and model the usage figures (usage_model_cases); the scorecard
+    flags a case the calibration model (models.CALIBRATION) fails in most of its trials, never one it passes or
+    one only a weaker model fails."""
+    from mcp_evals_pipeline.models import CALIBRATION
+    from mcp_evals_pipeline.reporting.scorecard import _suspect_cases
+
+    store = TrialStore(tmp_path / "evals.duckdb")
+    strong, weak = CALIBRATION, ("codex", "gpt-weak")
+    seq = {("u-broken", strong): ["usage.miss", "usage.miss", "pass"],
+           ("u-fine", strong): ["pass", "pass", "usage.miss"],
+           ("u-fine", weak): ["usage.miss", "usage.miss", "usage.miss"], ("u-broken", weak): ["usage.unsafe"]}
+    run = "R-cal"
+    records = [_usage_trial(run if agent == strong else "R-weak", task, n, outcome, agent)
+               for (task, agent), outcomes in seq.items() for n, outcome in enumerate(outcomes, 1)]
+    store.record_trials(records)
+    with store.connect() as con:
+        materialize_models(con)
+        rows = con.execute("SELECT task, agent_model, valid_scored, passed, missed, unsafe FROM usage_model_cases "
+                           "ORDER BY task, agent_model").fetchall()
+        report = "\n".join(_suspect_cases(con, ["u-broken", "u-fine"]))
+    assert rows == [("u-broken", strong[1], 3, 1, 2, 0), ("u-broken", "gpt-weak", 1, 0, 0, 1),
+                    ("u-fine", strong[1], 3, 2, 1, 0), ("u-fine", "gpt-weak", 3, 0, 3, 0)]
+    assert (f"Suspect cases: the calibration model {strong[0]}/{strong[1]} fails them in most trials (the case or "
+            "the world is more likely wrong than the server): u-broken (1/3)") in report
+    assert "u-fine (" not in report

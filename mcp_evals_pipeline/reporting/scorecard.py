@@ -17,6 +17,7 @@ import duckdb
 
 from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.judge import memo_body, memo_status
+from mcp_evals_pipeline.models import CALIBRATION
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sql_models import scoped_select
 from mcp_evals_pipeline.trial_dir import TRANSCRIPT_FILE, WORLD_FILE
@@ -376,7 +377,23 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
               "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {c['task']} | {c['trials']} | {c['passed']} | {c['missed']} | {c['unsafe']} | {c['invalid']} | "
               f"{c['top_failing_check'] or '-'} | {_case_pass_k(by_case.get(c['task']))} |" for c in cases]
-    return lines + _findings(con, run_id, base)
+    return lines + _suspect_cases(con, [c["task"] for c in cases]) + _findings(con, run_id, base)
+
+
+def _suspect_cases(con: duckdb.DuckDBPyConnection, tasks: list[str]) -> list[str]:
+    """The run's cases that the calibration model (models.CALIBRATION) fails in most of its trials, over every run:
+    the case or the world is more likely wrong than the server."""
+    agent, model = CALIBRATION
+    rows = _rows(con, """SELECT task, sum(passed) AS passed, sum(valid_scored) AS n FROM usage_model_cases
+                         WHERE agent_runner = ? AND agent_model = ? GROUP BY task
+                         HAVING sum(valid_scored) > 0 AND 2 * sum(passed) < sum(valid_scored) ORDER BY task""",
+                 [agent, model])
+    suspects = [r for r in rows if r["task"] in tasks]
+    if not suspects:
+        return []
+    return ["", f"Suspect cases: the calibration model {agent}/{model} fails them in most trials (the case or the "
+                "world is more likely wrong than the server): "
+            + ", ".join(f"{r['task']} ({_count(r['passed'], r['n'])})" for r in suspects)]
 
 
 FINDING_REPLY_LINES = 3
