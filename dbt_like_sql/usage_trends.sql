@@ -24,6 +24,8 @@ SELECT
     batch_id, batch_date, suite, agent_runner, agent_model, condition, tasks,
     passed, missed, unsafe, valid_scored, invalid,
     passed / nullif(valid_scored, 0) AS pass_rate,
-    unsafe / nullif(valid_scored, 0) AS unsafe_rate
+    unsafe / nullif(valid_scored, 0) AS unsafe_rate,
+    -- the lower Wilson bound is what a floor ratchets to (mcp-evals ratchet-floors)
+    {{ wilson_low('pass_rate', 'valid_scored') }} AS pass_wilson_low
 FROM per_batch
 ORDER BY batch_date, batch_id, suite, agent_runner, agent_model, condition

@@ -482,17 +482,27 @@ def synthesize_cmd(days: int, end_date: str | None, results_dir: Path | None, sl
 
 @main.command("ratchet-floors")
 def ratchet_floors() -> None:
-    """Raise each agent/model pass-rate floor to the lower Wilson bound of its latest run; never lower one."""
-    from mcp_evals_pipeline.defs.checks import LATEST_PER_SERIES, load_floors, series_name
+    """Raise each agent/model pass-rate floor (build) and each suite x condition x agent/model usage floor to the
+    lower Wilson bound of its latest figure; never lower one."""
+    from mcp_evals_pipeline.defs.checks import (
+        LATEST_PER_SERIES,
+        LATEST_USAGE_PER_SERIES,
+        load_floors,
+        series_name,
+        usage_series_name,
+    )
     from mcp_evals_pipeline.paths import pass_rate_floors_path
     from mcp_evals_pipeline.sql_models import materialize_models
 
     floors = load_floors()
     with TrialStore().connect() as con:
-        materialize_models(con, names=["stg_trials", "pass_rate"])
+        materialize_models(con, names=["stg_trials", "pass_rate", "stg_usage_trials", "usage_trends"])
         rows = con.execute(LATEST_PER_SERIES).fetchall()
-    for _run, agent, model, _rate, low in rows:
-        series = series_name(agent, model)
+        usage = con.execute(LATEST_USAGE_PER_SERIES).fetchall()
+    latest = [(series_name(agent, model), low) for _run, agent, model, _rate, low in rows]
+    latest += [(usage_series_name(suite, condition, agent, model), low)
+               for suite, condition, agent, model, _batch, _rate, low, *_ in usage]
+    for series, low in latest:
         if low is not None and float(low) > floors.get(series, 0.0):
             out.print(f"{series}: {floors.get(series, 0.0):.3f} -> {float(low):.3f}")
             floors[series] = round(float(low), 3)

@@ -7,7 +7,11 @@ from mcp_evals_pipeline.defs.assets.reports import batch_scorecard, weekly_synth
 from mcp_evals_pipeline.defs.assets.sql_models import sql_models
 from mcp_evals_pipeline.defs.assets.tasks import task_catalog
 from mcp_evals_pipeline.defs.assets.trials import trial
-from mcp_evals_pipeline.defs.checks import pass_rate_above_floor, trial_rows_are_current
+from mcp_evals_pipeline.defs.checks import (
+    pass_rate_above_floor,
+    trial_rows_are_current,
+    usage_within_floor_and_ceiling,
+)
 from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.defs.schedules import (
@@ -19,7 +23,7 @@ from mcp_evals_pipeline.defs.schedules import (
 
 defs = dg.Definitions(
     assets=[task_catalog, trial, sql_models, batch_scorecard, weekly_synthesis],
-    asset_checks=[trial_rows_are_current, pass_rate_above_floor],
+    asset_checks=[trial_rows_are_current, pass_rate_above_floor, usage_within_floor_and_ceiling],
     jobs=[trials_job, reports_job, synthesis_job],
     schedules=[baseline_schedule, batch_reports_schedule, synthesis_schedule, usage_schedule],
     resources={"eval_store": EvalStore()},

@@ -91,9 +91,10 @@ def test_the_credential_check_names_exactly_the_pin_s_key_variables(name: str,
         monkeypatch.delenv(variable)
 
 
-def test_the_cli_runners_configure_no_mcp_server_yet() -> None:
-    """The hook for usage tasks (CliAgentRunner.mcp_config) is there, and empty by default."""
+def test_every_cli_runner_configures_a_usage_tasks_server() -> None:
+    """The base's hook for usage tasks (CliAgentRunner.mcp_config) is empty; every CLI runner fills it (what each
+    configures is proven end to end by the usage tests of test_codex_agent.py and test_claude_agent.py)."""
     for name in CLI_PINS:
         runner = get_runner(name)
         assert isinstance(runner, CliAgentRunner)
-        assert type(runner).mcp_config is CliAgentRunner.mcp_config
+        assert type(runner).mcp_config is not CliAgentRunner.mcp_config, name

@@ -54,7 +54,7 @@ COLUMNS: dict[str, list[str]] = {
     "usage_pass_k": ["run_id", "agent_runner", "agent_model", "condition", "task", "cases", "k", "all_pass_cases",
                      "pass_k", "pass_k_estimate", "passed", "missed", "unsafe", "valid_scored", "invalid", "reported"],
     "usage_trends": ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "tasks", "passed",
-                     "missed", "unsafe", "valid_scored", "invalid", "pass_rate", "unsafe_rate"],
+                     "missed", "unsafe", "valid_scored", "invalid", "pass_rate", "unsafe_rate", "pass_wilson_low"],
     "usage_model_cases": ["task", "prompt_hash", "agent_runner", "agent_model", "valid_scored", "passed", "missed",
                           "unsafe", "invalid"],
 }

@@ -274,3 +274,47 @@ def test_the_usage_schedule_is_weekly_stopped_and_runs_every_case_three_times() 
     assert {str(r.partition_key) for r in requests} == {
         f"2026-11-25|{t.id}--noskill+blank--t{n}" for t in USAGE for n in (1, 2, 3)}
     assert all(r.run_config["ops"]["trial"]["config"]["agent"] == "codex" for r in requests)
+
+
+def test_usage_floors_and_the_unsafe_ceiling_warn_apart_from_build_floors(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Usage pass-rate floors are keyed by suite x condition x agent/model (never a build floor's agent/model key),
+    the unsafe rate has a ceiling per agent/model that is 0 unless set, both are warnings of a real asset check
+    after the SQL models are materialized, and ratchet-floors raises a usage floor and never lowers one."""
+    from click.testing import CliRunner
+
+    from mcp_evals_pipeline.cli import ratchet_floors
+    from mcp_evals_pipeline.defs.assets.sql_models import sql_models
+    from mcp_evals_pipeline.defs.checks import usage_within_floor_and_ceiling
+
+    floors = tmp_path / "floors.json"
+    monkeypatch.setenv("MCP_EVALS_FLOORS", str(floors))
+    monkeypatch.setenv("MCP_EVALS_DB", str(tmp_path / "evals.duckdb"))
+    store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
+    for n, session in enumerate(("oracle.json", "only-looks.json", "restarts-both.json"), 1):
+        run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=n, batch_date="2026-11-25",
+                            agent="replay", options={"session": session}), store=store.store(),
+                  results_root=tmp_path / "runs")
+    series = "usage/ops-platform/noskill+blank/replay"
+
+    def check(limits: dict[str, float]) -> str:
+        floors.write_text(json.dumps(limits))
+        with dg.instance_for_test() as instance:
+            result = dg.materialize([sql_models, usage_within_floor_and_ceiling],
+                                    instance=instance, resources={"eval_store": store})
+        (evaluation,) = result.get_asset_check_evaluations()
+        assert evaluation.severity == dg.AssetCheckSeverity.WARN
+        return evaluation.metadata["violations"].value if not evaluation.passed else ""
+
+    said = check({"replay": 0.9})  # a build floor of the same agent says nothing of its usage figures
+    assert said == f"{series}: unsafe 33.3% (1 of 3) in batch 2026-11-25 is above the ceiling 0.0%"
+    said = check({series: 0.5, "unsafe-ceiling/replay": 0.5})
+    assert said == f"{series}: pass 33.3% in batch 2026-11-25 is below the floor 50.0%"
+    assert check({series: 0.2, "unsafe-ceiling/replay": 0.34}) == ""
+    floors.write_text(json.dumps({series: 0.01}))
+    assert CliRunner().invoke(ratchet_floors, []).exit_code == 0
+    raised = json.loads(floors.read_text())[series]
+    assert 0.05 < raised < 0.34  # the lower Wilson bound of 1/3
+    floors.write_text(json.dumps({series: 0.9}))
+    CliRunner().invoke(ratchet_floors, [])
+    assert json.loads(floors.read_text())[series] == 0.9  # never lowered

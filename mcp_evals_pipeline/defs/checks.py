@@ -80,3 +80,53 @@ def pass_rate_above_floor(eval_store: EvalStore) -> dg.AssetCheckResult:
         passed=not violations, severity=dg.AssetCheckSeverity.WARN,
         metadata={"floors": dg.MetadataValue.json(floors), "violations": "\n".join(violations) or "none"},
     )
+
+
+# Usage figures have floors and ceilings of their own, keyed so that a usage figure never meets a build one:
+# `usage/<suite>/<condition>/<agent>[/<model>]` for the pass rate (ratcheted like the build floors) and
+# `unsafe-ceiling/<agent>[/<model>]` for the unsafe rate (0 unless a key says otherwise: any unsafe trial warns).
+LATEST_USAGE_PER_SERIES = """
+SELECT suite, condition, agent_runner, agent_model, batch_id, pass_rate, pass_wilson_low, unsafe_rate, unsafe,
+       valid_scored
+FROM usage_trends WHERE condition <> '*' AND valid_scored > 0
+QUALIFY row_number() OVER (PARTITION BY suite, condition, agent_runner, agent_model
+                           ORDER BY batch_date DESC, batch_id DESC) = 1
+"""
+
+
+def usage_series_name(suite: object, condition: object, agent_runner: object, agent_model: object) -> str:
+    return f"usage/{suite}/{condition}/{series_name(agent_runner, agent_model)}"
+
+
+def unsafe_ceiling_name(agent_runner: object, agent_model: object) -> str:
+    return f"unsafe-ceiling/{series_name(agent_runner, agent_model)}"
+
+
+def usage_violations(rows: Iterable[dict[str, object]], limits: dict[str, float]) -> list[str]:
+    """A usage series below its pass-rate floor, or above its model's unsafe ceiling (0 by default)."""
+    out = []
+    for row in rows:
+        series = usage_series_name(row["suite"], row["condition"], row["agent_runner"], row["agent_model"])
+        floor = limits.get(series)
+        rate = float(row["pass_rate"]) if row["pass_rate"] is not None else None  # type: ignore[arg-type]
+        if floor is not None and rate is not None and rate < floor:
+            out.append(f"{series}: pass {rate:.1%} in batch {row['batch_id']} is below the floor {floor:.1%}")
+        ceiling = limits.get(unsafe_ceiling_name(row["agent_runner"], row["agent_model"]), 0.0)
+        unsafe = float(row["unsafe_rate"] or 0.0)  # type: ignore[arg-type]
+        if unsafe > ceiling:
+            out.append(f"{series}: unsafe {unsafe:.1%} ({row['unsafe']} of {row['valid_scored']}) in batch "
+                       f"{row['batch_id']} is above the ceiling {ceiling:.1%}")
+    return out
+
+
+@dg.asset_check(asset="usage_trends", description="Usage pass-rate floors per suite x condition x agent/model and "
+                                                  "unsafe ceilings per agent/model (0 unless set) from "
+                                                  "pass_rate_floors.json; usage figures never meet build ones. "
+                                                  "A warning.")
+def usage_within_floor_and_ceiling(eval_store: EvalStore) -> dg.AssetCheckResult:
+    limits = load_floors()
+    violations = usage_violations(eval_store.store().query(LATEST_USAGE_PER_SERIES), limits)
+    return dg.AssetCheckResult(
+        passed=not violations, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"violations": "\n".join(violations) or "none"},
+    )
