@@ -126,7 +126,10 @@ class _Launch:
         assert self.entry is not None
         extra = {**self._env(), **({"PORT": str(port)} if port is not None else {})}
         env = procs.sanitized_env(home=self.scratch, tmp=self.scratch, extra=extra)
-        return [sys.executable, str(self.entry)], env, self.scratch, "our own server: the harness's Python, unboxed"
+        # -I (isolated): the server needs nothing of the environment's PYTHON* variables, user site or script
+        # directory, and starts ~0.1 s sooner without them (measured: 0.76-0.85 s against 0.88-0.94 s).
+        return ([sys.executable, "-I", str(self.entry)], env, self.scratch,
+                "our own server: the harness's Python, unboxed")
 
     def _spawn(self) -> None:
         self.spawns += 1
