@@ -36,6 +36,7 @@ from mcp_evals_pipeline.usage.published import PublishedServerError, installed
 START_TIMEOUT_S = 30.0
 START_ATTEMPTS = 3  # a server that exits before it listens (its port taken meanwhile) gets another port
 CALL_TIMEOUT_S = 30.0
+READY_POLL_S = 0.02  # a world's start is in every usage trial's overhead: a check costs ~1 ms
 
 
 class WorldError(Exception):
@@ -183,7 +184,7 @@ def running_world(contract: UsageContract) -> Iterator[World]:
     launch = _Launch(contract)
     try:
         while not launch.ready():
-            time.sleep(0.05)
+            time.sleep(READY_POLL_S)
         yield launch.world()
     finally:
         launch.stop()
@@ -195,7 +196,7 @@ async def running_world_async(contract: UsageContract) -> AsyncIterator[World]:
     launch = _Launch(contract)
     try:
         while not launch.ready():
-            await anyio.sleep(0.05)
+            await anyio.sleep(READY_POLL_S)
         yield launch.world()
     finally:
         await anyio.to_thread.run_sync(launch.stop)
