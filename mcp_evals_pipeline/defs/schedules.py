@@ -21,19 +21,25 @@ BASELINE_AGENT = "codex"
 BASELINE_TRIALS = 3
 
 
-def baseline_run_requests(batch_date: str) -> list[dg.RunRequest]:
-    """The baseline suite's baseline tasks x noskill+blank x 3 trials, agent codex: one run per trial partition."""
+def _trial_requests(experiment: str, batch_date: str, task_ids: list[str], agent: str, trials: int,
+                    tags: dict[str, str] | None = None) -> list[dg.RunRequest]:
+    """One run per trial partition: every task x noskill+blank x `trials`, with `agent` (the judge on)."""
     return [
         dg.RunRequest(
-            run_key=f"baseline-{batch_date}-{trial_key(task_id, BASELINE, n)}",
+            run_key=f"{experiment}-{batch_date}-{trial_key(task_id, BASELINE, n)}",
             partition_key=multi_key(batch_date, trial_key(task_id, BASELINE, n)),
-            run_config={"ops": {"trial": {"config": {"agent": BASELINE_AGENT, "skip_judge": False}}}},
-            tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": "baseline",
-                  "mcp-evals/suite": BASELINE_SUITE},
+            run_config={"ops": {"trial": {"config": {"agent": agent, "skip_judge": False}}}},
+            tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": experiment, **(tags or {})},
         )
-        for task_id in get_suite(BASELINE_SUITE).baseline_tasks
-        for n in range(1, BASELINE_TRIALS + 1)
+        for task_id in task_ids
+        for n in range(1, trials + 1)
     ]
+
+
+def baseline_run_requests(batch_date: str) -> list[dg.RunRequest]:
+    """The baseline suite's baseline tasks x noskill+blank x 3 trials, agent codex: one run per trial partition."""
+    return _trial_requests("baseline", batch_date, list(get_suite(BASELINE_SUITE).baseline_tasks), BASELINE_AGENT,
+                           BASELINE_TRIALS, {"mcp-evals/suite": BASELINE_SUITE})
 
 
 # The usage evals' own batch, weekly (a Wednesday batch date): every usage case (tier full) x noskill+blank x 3.
@@ -44,17 +50,8 @@ USAGE_CRON = "0 16 * * 3"  # Wednesdays, once the day's batch date has opened (B
 
 def usage_run_requests(batch_date: str) -> list[dg.RunRequest]:
     """Every usage case of tier full (all of them) x noskill+blank x 3 trials, agent codex."""
-    cases = [t for t in discover_tasks()[0] if in_tier(t, "full")]
-    return [
-        dg.RunRequest(
-            run_key=f"usage-{batch_date}-{trial_key(task.id, BASELINE, n)}",
-            partition_key=multi_key(batch_date, trial_key(task.id, BASELINE, n)),
-            run_config={"ops": {"trial": {"config": {"agent": USAGE_AGENT, "skip_judge": False}}}},
-            tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": "usage-full"},
-        )
-        for task in cases
-        for n in range(1, USAGE_TRIALS + 1)
-    ]
+    cases = [t.id for t in discover_tasks()[0] if in_tier(t, "full")]
+    return _trial_requests("usage-full", batch_date, cases, USAGE_AGENT, USAGE_TRIALS)
 
 
 @dg.schedule(job=trials_job, cron_schedule=BATCH_CRON, execution_timezone="UTC",

@@ -46,6 +46,13 @@ def _tools(body: Body) -> dict[str, str]:
     return found
 
 
+def _exec_call(call: str, call_id: str) -> dict[str, Any]:
+    """Code mode's `exec` custom tool call: JavaScript awaiting one tool call and printing its result."""
+    source = f"const r = await {call};\ntext(typeof r === 'string' ? r : JSON.stringify(r));"
+    return {"type": "custom_tool_call", "id": f"ctc_{uuid.uuid4().hex[:12]}", "call_id": call_id, "name": "exec",
+            "input": source, "status": "completed"}
+
+
 def shell(command: str, call_id: str | None = None) -> Item:
     """A tool call running `command` with the CLI's shell tool, whatever it is in this version: code mode's `exec`
     (JavaScript calling tools.exec_command), shell_command, shell or exec_command."""
@@ -54,10 +61,7 @@ def shell(command: str, call_id: str | None = None) -> Item:
     def build(body: Body) -> dict[str, Any]:
         tools = _tools(body)
         if tools.get("exec") == "custom":
-            source = (f"const r = await tools.exec_command({{cmd: {json.dumps(command)}}});\n"
-                      "text(typeof r === 'string' ? r : JSON.stringify(r));")
-            return {"type": "custom_tool_call", "id": f"ctc_{uuid.uuid4().hex[:12]}", "call_id": cid,
-                    "name": "exec", "input": source, "status": "completed"}
+            return _exec_call(f"tools.exec_command({{cmd: {json.dumps(command)}}})", cid)
         if "shell_command" in tools:
             name, args = "shell_command", {"command": command}
         elif "shell" in tools:
@@ -81,10 +85,7 @@ def mcp_tool(tool: str, arguments: dict[str, Any], server: str = "server", call_
     def build(body: Body) -> dict[str, Any]:
         tools = _tools(body)
         if tools.get("exec") == "custom":
-            source = (f"const r = await tools.{name}({json.dumps(arguments)});\n"
-                      "text(typeof r === 'string' ? r : JSON.stringify(r));")
-            return {"type": "custom_tool_call", "id": f"ctc_{uuid.uuid4().hex[:12]}", "call_id": cid,
-                    "name": "exec", "input": source, "status": "completed"}
+            return _exec_call(f"tools.{name}({json.dumps(arguments)})", cid)
         if name not in tools:
             raise RuntimeError(f"the request offers no {name} (tools: {sorted(tools)})")
         return {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:12]}", "call_id": cid, "name": name,
