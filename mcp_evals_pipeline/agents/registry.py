@@ -74,10 +74,6 @@ def _check_consistent() -> None:
 _check_consistent()
 
 
-def agent_names() -> tuple[str, ...]:
-    return tuple(AGENTS)
-
-
 def agents_help() -> str:
     """`replay | openai | codex | claude`: the registered names, for a help text."""
     return " | ".join(AGENTS)

@@ -149,9 +149,6 @@ class Proxy:
     url: str  # what the runner is given as its MCP server
     record_path: Path
 
-    def tool_calls(self) -> list[ToolCall]:
-        return tool_calls(read_events(self.record_path))
-
 
 def _relay(record: _Record, method: str, send: Callable[[], Awaitable[Any]], name: str | None = None,
            arguments: dict[str, Any] | None = None, text: Callable[[Any], str] | None = None) -> Awaitable[Any]:
