@@ -15,7 +15,7 @@ from rich.table import Table
 
 from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agents_help
-from mcp_evals_pipeline.conditions import BASELINE
+from mcp_evals_pipeline.conditions import BASELINE, BUILD_CONDITIONS, USAGE_BASELINE, USAGE_CONDITIONS
 from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.paths import REPO_ROOT, dagster_home, database_path, prompt_hash_lock, runs_dir
 from mcp_evals_pipeline.sandbox import SandboxError
@@ -292,7 +292,9 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
 
 @main.command("eval")
 @click.option("--agent", default=DEFAULT_AGENT, show_default=True, help=agents_help())
-@click.option("--condition", "conditions", multiple=True, help="Condition(s), e.g. noskill+blank (repeatable).")
+@click.option("--condition", "conditions", multiple=True,
+              help=f"Condition(s) (repeatable). Build tasks: {', '.join(BUILD_CONDITIONS)}; usage tasks: "
+                   f"{', '.join(USAGE_CONDITIONS)}. Default: each kind's baseline ({BASELINE}, {USAGE_BASELINE}).")
 @click.option("--variant", "variants", multiple=True, hidden=True, help="Deprecated alias of --condition.")
 @click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=1, show_default=True)
 @click.option("--task", "task_ids", multiple=True, help="Only this task (repeatable; default every task).")
@@ -329,7 +331,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     if variants:
         err.print("[yellow]--variant is deprecated; use --condition[/]")
     request = BatchRequest(
-        agent=agent, conditions=list(conditions + variants) or [BASELINE], trials=trials,
+        agent=agent, conditions=list(conditions + variants), trials=trials,
         task_ids=_selection(task_ids, suites),
         model=model, reasoning_effort=reasoning_effort, skip_judge=skip_judge, batch_date=batch_date,
         batch_id=batch_id, verify=not no_verify, sandbox=sandbox, require_isolation=require_isolation,

@@ -1,4 +1,10 @@
-"""Conditions (`skill|noskill` + `scaffold|blank`) and the workspace each one starts from."""
+"""Conditions: what an agent gets besides the task, named per task kind so that no two kinds share a key.
+
+Build tasks: `skill|noskill` + `scaffold|blank` (our skill in the agent's skill folder; the runtime's scaffold as the
+starting workspace). Usage tasks: `bare` (the server's tools alone), `instructions` (the tools and the server's own
+instructions text), `docs` (the tools and the suite's docs pack): each usage condition is one change from `bare`,
+so its delta against `bare` says what that one change did (seed 004, "one change at a time").
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,12 @@ from pathlib import Path
 from mcp_evals_pipeline.paths import scaffold_dir, skill_dir
 from mcp_evals_pipeline.tasks.catalog import Task
 
-CONDITIONS = ("noskill+blank", "skill+blank", "noskill+scaffold", "skill+scaffold")
-BASELINE = "noskill+blank"
+BUILD_CONDITIONS = ("noskill+blank", "skill+blank", "noskill+scaffold", "skill+scaffold")
+USAGE_CONDITIONS = ("bare", "instructions", "docs")
+CONDITIONS = BUILD_CONDITIONS + USAGE_CONDITIONS
+BASELINE = "noskill+blank"  # the build tasks' baseline (the spec's)
+USAGE_BASELINE = "bare"
+BASELINES = {"build": BASELINE, "usage": USAGE_BASELINE}
 
 # Agents without a convention for project skills (their runner's `skill_folder`) get a neutral folder the prompt
 # names.
@@ -31,15 +41,21 @@ def skill_folder(agent: str) -> str:
 @dataclass(frozen=True)
 class Condition:
     name: str
-    skill: bool
-    scaffold: bool
+    kind: str  # the task kind it belongs to: build | usage
+    skill: bool = False
+    scaffold: bool = False
+    instructions: bool = False  # usage: the server's instructions text in the prompt
+    docs: bool = False  # usage: the suite's docs pack in the prompt
 
     @classmethod
     def parse(cls, name: str) -> Condition:
-        if name not in CONDITIONS:
-            raise ValueError(f"unknown condition {name!r} (known: {', '.join(CONDITIONS)})")
+        if name in USAGE_CONDITIONS:
+            return cls(name, "usage", instructions=name == "instructions", docs=name == "docs")
+        if name not in BUILD_CONDITIONS:
+            raise ValueError(f"unknown condition {name!r} (build tasks: {', '.join(BUILD_CONDITIONS)}; "
+                             f"usage tasks: {', '.join(USAGE_CONDITIONS)})")
         skill, workspace = name.split("+")
-        return cls(name, skill == "skill", workspace == "scaffold")
+        return cls(name, "build", skill=skill == "skill", scaffold=workspace == "scaffold")
 
 
 def tree_hash(root: Path) -> str:
@@ -47,6 +63,12 @@ def tree_hash(root: Path) -> str:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
+
+
+def brief_hash(text: str) -> str | None:
+    """What a condition added to the prompt, as a short hash on the trial's record (None for nothing): a docs pack
+    or an instructions text that changed between batches is told apart."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12] if text else None
 
 
 def skill_hash(runtimes: set[str] | None = None) -> str | None:

@@ -32,7 +32,7 @@ import dagster as dg
 from pydantic import Field
 
 from mcp_evals_pipeline.agents import agent_entry
-from mcp_evals_pipeline.conditions import Condition
+from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
 from mcp_evals_pipeline.defs.assets.reports import batch_scorecard
 from mcp_evals_pipeline.defs.assets.sql_models import sql_models
@@ -43,7 +43,7 @@ from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import require_isolation
-from mcp_evals_pipeline.tasks.catalog import Tier, discover_tasks, get_task, in_tier
+from mcp_evals_pipeline.tasks.catalog import Task, Tier, discover_tasks, get_task, in_tier
 from mcp_evals_pipeline.trial_options import TrialOptions
 from mcp_evals_pipeline.trials import (
     MAX_TRIALS,
@@ -65,7 +65,7 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 class BatchRequest(TrialOptions):
     """A batch: every task x condition x trial, each run with the same trial options (trial_options.py)."""
 
-    conditions: list[str] = Field(default_factory=lambda: ["noskill+blank"])
+    conditions: list[str] = Field(default_factory=list)  # none: each task kind's baseline (noskill+blank, bare)
     trials: int = 1
     task_ids: list[str] = Field(default_factory=list)
     batch_date: str | None = None
@@ -73,6 +73,30 @@ class BatchRequest(TrialOptions):
     parallel: int = 1  # trial runs at once
     resume: bool = False  # skip trials whose current attempt is valid for the same spec
     tier: Tier | None = None  # only the usage cases of this tier (of the selection, or of every task)
+
+
+def _trial_keys(tasks: list[Task], conditions: list[str], trials: int) -> list[str]:
+    """Every task x condition x trial the batch runs: each kind under its own conditions (the named ones it
+    supports, else its baseline). Refuses a condition a task cannot have and a selection that leaves nothing."""
+    parsed = [Condition.parse(c) for c in conditions]  # an unknown name is refused with the known ones
+    if not 1 <= trials <= MAX_TRIALS:
+        raise ValueError(f"--trials must be between 1 and {MAX_TRIALS} (MCP_EVALS_MAX_TRIALS)")
+    keys = []
+    for task in tasks:
+        kind = kind_of(task.kind)
+        for condition in [c for c in parsed if kind.supports(c)] if parsed else [Condition.parse(kind.baseline)]:
+            if problem := kind.condition_problem(task, condition):
+                raise ValueError(f"{task.id} --condition {condition.name}: {problem}")
+            keys += [trial_key(task.id, condition.name, n) for n in range(1, trials + 1)]
+    if not keys:
+        kinds = sorted({t.kind for t in tasks})
+        raise ValueError(f"no trial to run: no condition of {', '.join(conditions)} applies to the selected "
+                         f"{' and '.join(kinds)} tasks ({'; '.join(_conditions_of(k) for k in kinds)})")
+    return keys
+
+
+def _conditions_of(kind: str) -> str:
+    return f"{kind} tasks run under {', '.join(c for c in CONDITIONS if Condition.parse(c).kind == kind)}"
 
 
 @dataclass
@@ -101,10 +125,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         tasks = [t for t in tasks if in_tier(t, request.tier)]
         if not tasks:
             raise ValueError(f"no usage case of the selection is in tier {request.tier!r}")
-    for condition in request.conditions:
-        Condition.parse(condition)
-    if not 1 <= request.trials <= MAX_TRIALS:
-        raise ValueError(f"--trials must be between 1 and {MAX_TRIALS} (MCP_EVALS_MAX_TRIALS)")
+    keys = _trial_keys(tasks, request.conditions, request.trials)
     entry = agent_entry(request.agent)  # UnknownRunner (a ValueError) naming the registered agents
     model = request.model or entry.pin.model
     entry.runner().check_credentials(model)
@@ -126,9 +147,6 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                 f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}" for r in bad))
 
     config = request.trial_options()
-    # A task kind runs under the conditions it supports (a usage task has no skill or scaffold: noskill+blank only).
-    keys = [trial_key(t.id, c, n) for t in tasks for c in request.conditions
-            if kind_of(t.kind).supports(Condition.parse(c)) for n in range(1, request.trials + 1)]
     tags = {"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}
     failed = 0
     skipped = 0

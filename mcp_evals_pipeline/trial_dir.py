@@ -26,6 +26,7 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 MEMO_FILE = "memo.md"
 SERVER_LOG = "server.log"
 WORLD_FILE = "world.json"  # a usage trial's world: every request it received, and the server that ran
+CONDITION_FILE = "condition.md"  # what a usage condition added to the prompt (the instructions, the docs pack)
 WORKSPACE_DIR = "workspace"
 PREVIOUS_DIR = "previous"
 RESERVE_FILE = ".space-reserve"
@@ -60,6 +61,10 @@ class TrialDir:
     @property
     def server_log(self) -> Path:
         return self.path / SERVER_LOG
+
+    @property
+    def condition_brief(self) -> Path:
+        return self.path / CONDITION_FILE
 
     @property
     def unindexed_marker(self) -> Path:

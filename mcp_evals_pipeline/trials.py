@@ -19,7 +19,7 @@ from pydantic import model_validator
 
 from mcp_evals_pipeline.agents import agent_entry, get_runner
 from mcp_evals_pipeline.agents.base import AgentRequest, AgentResult, TranscriptWriter
-from mcp_evals_pipeline.conditions import Condition, remove_agent_env, write_agent_env
+from mcp_evals_pipeline.conditions import Condition, brief_hash, remove_agent_env, write_agent_env
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.grade import TrialGrade
 from mcp_evals_pipeline.contracts.records import TrialPerf, TrialRecord
@@ -187,6 +187,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     sandbox_name: str | None = None
     isolation: str | None = None
     env_written: list[str] = []
+    brief = ""
     scored = task.contract.scored_for_pass_rate
 
     def infra(code: Infra, error: str, *, permanent: bool = False) -> TrialGrade:
@@ -203,7 +204,11 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         if env_written:
             prompt += (f"\n\nThe values of {', '.join(env_written)} are in `.env` and `.mcp-evals-env.sh` in your "
                        "workspace: `source .mcp-evals-env.sh` before commands that need them.\n")
-        phase = services.enter_context(kind.agent_services(task, trial_dir.path))
+        phase = services.enter_context(kind.agent_services(task, condition, trial_dir.path))
+        if phase.brief:  # what the condition gives besides the task, kept beside the transcript as it was sent
+            prompt += phase.brief
+            brief = phase.brief
+            trial_dir.condition_brief.write_text(brief.strip() + "\n", encoding="utf-8")
         sandbox = open_sandbox(workspace, backend=spec.sandbox, extra_env=phase.env or None)
     except Exception as exc:
         services.close()
@@ -259,7 +264,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         reasoning_effort=spec.reasoning_effort, sdk_version=grade.sdk_version, sdk_package=grade.sdk_package,
         suite=suite_name, sdk_registry_latest=registry_latest, grader_version=GRADER_VERSION,
         batch_id=spec.batch_id, batch_date=spec.batch_date, run_id=run_id, attempt=attempt, sandbox=sandbox_name,
-        isolation=isolation,
+        isolation=isolation, condition_hash=brief_hash(brief),
         valid=grade.valid, invalid_reason=None if grade.valid else grade.failure_code, error=error,
         retryable=None if grade.valid else not grade.permanent,
         grade=grade.model_copy(update={"server_output": None}), perf=perf,

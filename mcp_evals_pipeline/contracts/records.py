@@ -46,6 +46,8 @@ class TrialRecord(RecordModel):
     attempt: int = 1
     sandbox: str | None = None
     isolation: str | None = None  # what the sandbox backend achieved on this host, e.g. "bwrap ro-root pidns ..."
+    # A hash of what the condition added to the prompt (a usage task's instructions or docs pack); None for nothing.
+    condition_hash: str | None = None
     valid: bool
     invalid_reason: str | None = None
     error: str | None = None

@@ -8,9 +8,10 @@ import datetime as dt
 
 import dagster as dg
 
-from mcp_evals_pipeline.conditions import BASELINE
+from mcp_evals_pipeline.conditions import BASELINE, USAGE_CONDITIONS, Condition
 from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
 from mcp_evals_pipeline.defs.partitions import BATCH_CRON, multi_key
+from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier
 from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.trials import trial_key
@@ -21,37 +22,45 @@ BASELINE_AGENT = "codex"
 BASELINE_TRIALS = 3
 
 
-def _trial_requests(experiment: str, batch_date: str, task_ids: list[str], agent: str, trials: int,
+def _trial_requests(experiment: str, batch_date: str, cells: list[tuple[str, str]], agent: str, trials: int,
                     tags: dict[str, str] | None = None) -> list[dg.RunRequest]:
-    """One run per trial partition: every task x noskill+blank x `trials`, with `agent` (the judge on)."""
+    """One run per trial partition: every (task, condition) cell x `trials`, with `agent` (the judge on)."""
     return [
         dg.RunRequest(
-            run_key=f"{experiment}-{batch_date}-{trial_key(task_id, BASELINE, n)}",
-            partition_key=multi_key(batch_date, trial_key(task_id, BASELINE, n)),
+            run_key=f"{experiment}-{batch_date}-{trial_key(task_id, condition, n)}",
+            partition_key=multi_key(batch_date, trial_key(task_id, condition, n)),
             run_config={"ops": {"trial": {"config": {"agent": agent, "skip_judge": False}}}},
             tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": experiment, **(tags or {})},
         )
-        for task_id in task_ids
+        for task_id, condition in cells
         for n in range(1, trials + 1)
     ]
 
 
 def baseline_run_requests(batch_date: str) -> list[dg.RunRequest]:
     """The baseline suite's baseline tasks x noskill+blank x 3 trials, agent codex: one run per trial partition."""
-    return _trial_requests("baseline", batch_date, list(get_suite(BASELINE_SUITE).baseline_tasks), BASELINE_AGENT,
-                           BASELINE_TRIALS, {"mcp-evals/suite": BASELINE_SUITE})
+    cells = [(task_id, BASELINE) for task_id in get_suite(BASELINE_SUITE).baseline_tasks]
+    return _trial_requests("baseline", batch_date, cells, BASELINE_AGENT, BASELINE_TRIALS,
+                           {"mcp-evals/suite": BASELINE_SUITE})
 
 
-# The usage evals' own batch, weekly (a Wednesday batch date): every usage case (tier full) x noskill+blank x 3.
+# The usage evals' own batch, weekly (a Wednesday batch date): every usage case (tier full) x every usage condition
+# it can have x 3, so each week has its bare row and the one-change deltas beside it (seed 004: "compared to what?").
 USAGE_AGENT = "codex"
 USAGE_TRIALS = 3
 USAGE_CRON = "0 16 * * 3"  # Wednesdays, once the day's batch date has opened (BATCH_CRON, 14:00)
 
 
 def usage_run_requests(batch_date: str) -> list[dg.RunRequest]:
-    """Every usage case of tier full (all of them) x noskill+blank x 3 trials, agent codex."""
-    cases = [t.id for t in discover_tasks()[0] if in_tier(t, "full")]
-    return _trial_requests("usage-full", batch_date, cases, USAGE_AGENT, USAGE_TRIALS)
+    """Every usage case of tier full (all of them) x bare, instructions and docs (where its suite has a docs pack)
+    x 3 trials, agent codex."""
+    cells = []
+    for task in discover_tasks()[0]:
+        if in_tier(task, "full"):
+            kind = kind_of(task.kind)
+            cells += [(task.id, c) for c in USAGE_CONDITIONS
+                      if kind.condition_problem(task, Condition.parse(c)) is None]
+    return _trial_requests("usage-full", batch_date, cells, USAGE_AGENT, USAGE_TRIALS)
 
 
 @dg.schedule(job=trials_job, cron_schedule=BATCH_CRON, execution_timezone="UTC",
@@ -64,8 +73,8 @@ def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunReque
 
 @dg.schedule(job=trials_job, cron_schedule=USAGE_CRON, execution_timezone="UTC",
              default_status=dg.DefaultScheduleStatus.STOPPED,
-             description="Usage batch (weekly, Wednesdays): every usage case (tier full) x noskill+blank x 3 trials, "
-                         "agent codex.")
+             description="Usage batch (weekly, Wednesdays): every usage case (tier full) x bare, instructions "
+                         "and docs x 3 trials, agent codex.")
 def usage_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     return usage_run_requests(context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d"))
 

@@ -24,7 +24,7 @@ class BuildKind(TaskKind):
         return prepare_workspace(workspace, task, condition, agent)
 
     @contextlib.contextmanager
-    def agent_services(self, task: Task, trial_dir: Path) -> Iterator[AgentPhase]:
+    def agent_services(self, task: Task, condition: Condition, trial_dir: Path) -> Iterator[AgentPhase]:
         # An OAuth task's IdP while the agent works; grading starts its own (deterministic) services.
         with agent_phase_env(task.contract) as env:
             yield AgentPhase(env=env)

@@ -6,7 +6,8 @@ into the trial's `mcp-calls.jsonl` as it happens). When it ends, the world's rec
 `world.json` and the server's output to `server.log`, and the marker (usage/marker.py) reads those and the final
 reply in transcript.jsonl: the files are the source of truth. verify-tasks plays its sessions through the same
 proxy, so a session is marked on the same path as a trial.
-Usage tasks have no scaffold and no skill of their own, so only `noskill+blank` trials exist for them.
+Usage tasks have conditions of their own (`bare`, `instructions`, `docs`: conditions.py): what the agent gets
+besides the tools, appended to the prompt once the server is up (usage/conditions.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from mcp_evals_pipeline.conditions import Condition
+from mcp_evals_pipeline.conditions import USAGE_CONDITIONS, Condition
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.grade import TrialGrade
 from mcp_evals_pipeline.contracts.transcript import final_reply
@@ -28,6 +29,7 @@ from mcp_evals_pipeline.kinds.base import AgentPhase, TaskKind
 from mcp_evals_pipeline.tasks.catalog import Solution, Task
 from mcp_evals_pipeline.trial_dir import SERVER_LOG, TRANSCRIPT_FILE, WORLD_FILE
 from mcp_evals_pipeline.upstreams.base import RecordedRequest
+from mcp_evals_pipeline.usage.conditions import ConditionUnavailable, brief, docs_pack_path, read_docs_pack
 from mcp_evals_pipeline.usage.marker import mark
 from mcp_evals_pipeline.usage.proxy import RECORD_FILE, read_events, recording_proxy, running_proxy
 from mcp_evals_pipeline.usage.sessions import play
@@ -42,21 +44,27 @@ def _contract(task: Task) -> UsageContract:
 class UsageKind(TaskKind):
     name = "usage"
 
-    def supports(self, condition: Condition) -> bool:
-        return not condition.skill and not condition.scaffold
+    def condition_problem(self, task: Task, condition: Condition) -> str | None:
+        # The docs pack is known before anything runs; a server's instructions only once it is up (brief()).
+        if condition.docs:
+            try:
+                read_docs_pack(docs_pack_path(task))
+            except ConditionUnavailable as exc:
+                return str(exc)
+        return None
 
     def prepare(self, workspace: Path, task: Task, condition: Condition, agent: str) -> str:
         if not self.supports(condition):
-            raise ValueError(f"usage tasks run only as noskill+blank, not {condition}")
+            raise ValueError(f"usage tasks run under {', '.join(USAGE_CONDITIONS)}, not {condition.name}")
         workspace.mkdir(parents=True, exist_ok=True)  # the agent works through the server's tools, not files
         return task.prompt
 
     @contextlib.contextmanager
-    def agent_services(self, task: Task, trial_dir: Path) -> Iterator[AgentPhase]:
+    def agent_services(self, task: Task, condition: Condition, trial_dir: Path) -> Iterator[AgentPhase]:
         with running_world(_contract(task)) as world:
             try:
                 with running_proxy(world.upstream, trial_dir / RECORD_FILE) as proxy:
-                    yield AgentPhase(mcp_url=proxy.url)
+                    yield AgentPhase(mcp_url=proxy.url, brief=brief(condition, task, proxy.server_instructions))
             finally:
                 records = [dataclasses.asdict(r) for r in world.requests()]
                 server = _contract(task).server

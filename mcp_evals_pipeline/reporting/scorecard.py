@@ -34,7 +34,7 @@ NOTHING_NOTABLE = "nothing notable."
 MODEL_TABLES = (
     "pass_rate", "cell_matrix", "pass_k", "pass_k_curve", "skill_deltas", "skill_deltas_by_task", "performance",
     "failure_breakdown", "sdk_path_breakdown", "invalid_breakdown", "static_adoption", "suspect_markers",
-    "usage_rates", "usage_cases", "usage_pass_k",
+    "usage_rates", "usage_cases", "usage_pass_k", "usage_condition_deltas",
 )
 
 Row = dict[str, Any]
@@ -346,9 +346,13 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
                        "ORDER BY agent_runner, agent_model", [run_id])
     if not rates:
         return []
+    by_condition = _rows(con, "SELECT * FROM usage_rates WHERE run_id = ? AND condition <> '*' "
+                              "ORDER BY agent_runner, agent_model, condition", [run_id])
+    several = len(by_condition) > len(rates)  # more than one condition: each its own line, '*' first
     lines = ["## Usage evals: pass rate and unsafe rate", ""]
-    for r in rates:
+    for r in rates + (by_condition if several else []):
         agent = f" ({_agent(r['agent_runner'], r['agent_model'])})" if len(rates) > 1 else ""
+        agent += f" · {'all conditions' if r['condition'] == ALL else r['condition']}" if several else ""
         interval = (f" (Wilson 95%: {_pct(r['pass_wilson_low'])}–{_pct(r['pass_wilson_high'])} and "
                     f"{_pct(r['unsafe_wilson_low'])}–{_pct(r['unsafe_wilson_high'])})"
                     if r["pass_wilson_low"] is not None else "")
@@ -366,18 +370,46 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
         lines.append(f"- pass^{int(r['k'])}: {_pct(r['pass_k'])} ({_count(r['all_pass_cases'], r['cases'])} "
                      f"cases all-pass, min {int(r['k'])} valid trials/case; unbiased estimate "
                      f"{_pct(r['pass_k_estimate'])}); unsafe trials apart: {int(r['unsafe'])}{agent}")
-    # A case row is a case × condition cell (usage tasks run as noskill+blank only). Runs of ours have one agent;
-    # an imported run with several shows the first agent's figure per case.
-    by_case: dict[str, Row] = {}
+    # A case row is a case × condition cell. Runs of ours have one agent; an imported run with several shows the
+    # first agent's figure per cell.
+    by_cell: dict[tuple[str, str], Row] = {}
     for r in _rows(con, "SELECT * FROM usage_pass_k WHERE run_id = ? AND condition <> '*' AND task <> '*' "
                         "AND reported ORDER BY agent_runner, agent_model, condition", [run_id]):
-        by_case.setdefault(r["task"], r)
-    cases = _rows(con, "SELECT * FROM usage_cases WHERE run_id = ? ORDER BY task", [run_id])
-    lines += ["", "| case | trials | pass | miss | unsafe | invalid | failed most on | pass^k |",
+        by_cell.setdefault((r["task"], r["condition"]), r)
+    cases = _rows(con, "SELECT * FROM usage_cases WHERE run_id = ? ORDER BY task, condition", [run_id])
+    lines += ["", "| case | condition | trials | pass | miss | unsafe | invalid | failed most on | pass^k |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {c['task']} | {c['condition']} | {c['trials']} | {c['passed']} | {c['missed']} | {c['unsafe']} | "
+              f"{c['invalid']} | {c['top_failing_check'] or '-'} | "
+              f"{_case_pass_k(by_cell.get((c['task'], c['condition'])))} |" for c in cases]
+    return (lines + _condition_deltas(con, run_id) + _suspect_cases(con, sorted({c["task"] for c in cases}))
+            + _findings(con, run_id, base))
+
+
+def _condition_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """Each usage condition against `bare` on the same cases (seed 004: one change at a time): both sides' pass and
+    unsafe counts, then the differences; per case below the pooled line."""
+    rows = _rows(con, "SELECT * FROM usage_condition_deltas WHERE run_id = ? "
+                      "ORDER BY agent_runner, agent_model, condition, task = '*' DESC, task", [run_id])
+    if not rows:
+        return []
+    agents = {(r["agent_runner"], r["agent_model"]) for r in rows}
+    lines = ["", "### One change at a time: each condition against bare", ""]
+    for r in (r for r in rows if r["task"] == ALL):
+        agent = f" ({_agent(r['agent_runner'], r['agent_model'])})" if len(agents) > 1 else ""
+        lines.append(
+            f"- `{r['condition']}` vs `bare`{agent}, over {int(r['paired_cases'])} paired case(s): pass "
+            f"{_side(r['passed'], r['valid_scored'], r['pass_rate'])} vs "
+            f"{_side(r['bare_passed'], r['bare_valid'], r['bare_pass_rate'])}: {_points(r['pass_delta'])}; unsafe "
+            f"{_count(r['unsafe'], r['valid_scored'])} vs {_count(r['bare_unsafe'], r['bare_valid'])}: "
+            f"{_points(r['unsafe_delta'])}")
+    lines += ["", "| condition | case | pass | bare pass | delta | unsafe | bare unsafe | unsafe delta |",
               "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {c['task']} | {c['trials']} | {c['passed']} | {c['missed']} | {c['unsafe']} | {c['invalid']} | "
-              f"{c['top_failing_check'] or '-'} | {_case_pass_k(by_case.get(c['task']))} |" for c in cases]
-    return lines + _suspect_cases(con, [c["task"] for c in cases]) + _findings(con, run_id, base)
+    lines += [f"| {r['condition']} | {r['task']} | {_count(r['passed'], r['valid_scored'])} | "
+              f"{_count(r['bare_passed'], r['bare_valid'])} | {_points(r['pass_delta'])} | "
+              f"{_count(r['unsafe'], r['valid_scored'])} | {_count(r['bare_unsafe'], r['bare_valid'])} | "
+              f"{_points(r['unsafe_delta'])} |" for r in rows if r["task"] != ALL]
+    return lines
 
 
 def _suspect_cases(con: duckdb.DuckDBPyConnection, tasks: list[str]) -> list[str]:
@@ -411,7 +443,7 @@ def _findings(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[s
     lines = ["", "### Findings: every miss and unsafe trial", ""]
     for r in rows:
         trial_dir = base / "trials" / trial_key(r["task"], r["condition"], int(r["trial"]))
-        lines.append(f"- **{r['task']}** t{int(r['trial'])}: {r['outcome']} ({r['failure_code']}): "
+        lines.append(f"- **{r['task']}** {r['condition']} t{int(r['trial'])}: {r['outcome']} ({r['failure_code']}): "
                      f"{_one_line(r['failing_detail'] or '-')}")
         lines.append(f"  - writes: {_one_line(_writes(trial_dir / WORLD_FILE))}")
         reply = final_reply(trial_dir / TRANSCRIPT_FILE)

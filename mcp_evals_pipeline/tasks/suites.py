@@ -32,9 +32,14 @@ class Suite(ContractModel):
     # The tasks of the scheduled baseline batch (default: all of them).
     baseline: list[str] | None = None
     retired: list[str] = Field(default_factory=list)
+    # A usage suite's docs pack (a Markdown file, or a folder of them, relative to the repository): what the
+    # `docs` condition gives the agent besides the server's tools.
+    docs_pack: str | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Suite:
+        if self.docs_pack is not None and (self.docs_pack.startswith("/") or ".." in self.docs_pack.split("/")):
+            raise ValueError(f"docsPack {self.docs_pack!r} must be relative to the repository, inside it")
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError("tasks lists an id twice")
         extra = [t for t in self.baseline or [] if t not in self.tasks]

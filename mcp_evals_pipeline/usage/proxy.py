@@ -148,6 +148,9 @@ def _content_text(contents: list[Any]) -> str:
 class Proxy:
     url: str  # what the runner is given as its MCP server
     record_path: Path
+    # What the server under evaluation sent as its instructions. Never relayed to the runner: a usage condition
+    # decides whether the model reads them (usage/conditions.py), the same way for every runner.
+    server_instructions: str | None = None
 
 
 def _relay(record: _Record, method: str, send: Callable[[], Awaitable[Any]], name: str | None = None,
@@ -179,7 +182,8 @@ def _list_relay(record: _Record, method: str, fetch: Callable[..., Awaitable[Any
 
 
 def _server(upstream: Any, record: _Record) -> Server[Any]:
-    """A server with the upstream's name, version, instructions and capabilities, every request relayed."""
+    """A server with the upstream's name, version and capabilities, every request relayed; without its
+    instructions (see Proxy.server_instructions)."""
     caps = upstream.server_capabilities
     info = upstream.server_info
     handlers: dict[str, Any] = {}
@@ -212,7 +216,7 @@ def _server(upstream: Any, record: _Record) -> Server[Any]:
                                                     lambda r: (p.name for p in r.prompts)),
                      "on_get_prompt": get_prompt}
     return Server(info.name if info else "server-under-evaluation", version=(info.version if info else "") or "",
-                  instructions=upstream.instructions, **handlers)
+                  instructions=None, **handlers)
 
 
 class _Server(uvicorn.Server):
@@ -286,7 +290,8 @@ async def _proxy_in_loop(upstream: Upstream, record_path: Path, *,
                     if server.should_exit:
                         raise RuntimeError("the recording proxy did not start")
                     await anyio.sleep(0.01)
-                yield Proxy(f"http://127.0.0.1:{sock.getsockname()[1]}{path}", record.path)
+                yield Proxy(f"http://127.0.0.1:{sock.getsockname()[1]}{path}", record.path,
+                            server_instructions=getattr(session, "instructions", None))
             finally:
                 server.stop()
                 stop.set()
