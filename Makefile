@@ -21,7 +21,7 @@ setup: $(STAMP)
 # so the scorecard path printed last shows the build figures and the usage section (pass / miss / unsafe per case).
 run: $(STAMP)
 	$(VENV)/bin/mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3
-	$(VENV)/bin/mcp-evals eval --suite ops-platform --agent replay --condition noskill+blank --trials 3
+	$(VENV)/bin/mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

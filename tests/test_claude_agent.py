@@ -179,7 +179,7 @@ def test_claude_uses_a_usage_tasks_server_as_its_only_mcp_server(tmp_path: Path,
     world, the proxy records it, and the marker reads what reached the world."""
     runs = tmp_path / "runs"
     with ScriptedMessages(list(USAGE_SCRIPTS[outcome])) as api:
-        record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="noskill+blank", trial=1, batch_date="2026-11-30",
+        record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="bare", trial=1, batch_date="2026-11-30",
                                      agent="claude", skip_judge=True, time_budget_s=120,
                                      options={"base_url": api.base_url}),
                            store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)

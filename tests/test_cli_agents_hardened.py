@@ -171,7 +171,7 @@ def test_a_cli_in_the_hardened_sandbox_reaches_a_usage_tasks_server(tmp_path: Pa
     else:
         api = ScriptedMessages(list(CLAUDE_USAGE["pass"]))
     with api:
-        record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="noskill+blank", trial=1, batch_date="2026-11-30",
+        record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="bare", trial=1, batch_date="2026-11-30",
                                      agent=agent, skip_judge=True, time_budget_s=120.0, sandbox="hardened",
                                      options={"base_url": api.base_url, "max_retries": 1}),
                            store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)

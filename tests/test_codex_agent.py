@@ -133,7 +133,7 @@ def test_codex_uses_a_usage_tasks_server_as_its_mcp_server(env: tuple[TrialStore
     real server and the world, the proxy records each, and the marker reads what reached the world."""
     store, runs = env
     with ScriptedResponses(list(USAGE_SCRIPTS[outcome])) as server:
-        record = run_trial(spec(server, task_id=USAGE_TASK), store=store, results_root=runs)
+        record = run_trial(spec(server, task_id=USAGE_TASK, condition="bare"), store=store, results_root=runs)
     assert not server.errors, server.errors
     assert record.valid, record.error
     assert (record.grade.failure_code or "pass") == outcome, record.grade.checks

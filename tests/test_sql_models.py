@@ -49,8 +49,12 @@ COLUMNS: dict[str, list[str]] = {
     "usage_rates": ["run_id", "batch_id", "batch_date", "agent_runner", "agent_model", "condition", "passed",
                     "missed", "unsafe", "leaked", "valid_scored", "invalid", "trials", "pass_rate", "pass_wilson_low",
                     "pass_wilson_high", "unsafe_rate", "unsafe_wilson_low", "unsafe_wilson_high"],
-    "usage_cases": ["run_id", "task", "prompt_hash", "passed", "missed", "unsafe", "invalid", "trials",
+    "usage_cases": ["run_id", "task", "prompt_hash", "condition", "passed", "missed", "unsafe", "invalid", "trials",
                     "top_failing_check"],
+    "usage_condition_deltas": ["run_id", "agent_runner", "agent_model", "condition", "task", "passed", "unsafe",
+                               "valid_scored", "pass_rate", "unsafe_rate", "bare_passed", "bare_unsafe", "bare_valid",
+                               "bare_pass_rate", "bare_unsafe_rate", "pass_delta", "unsafe_delta", "paired_cases",
+                               "paired_pass_delta"],
     "usage_pass_k": ["run_id", "agent_runner", "agent_model", "condition", "task", "cases", "k", "all_pass_cases",
                      "pass_k", "pass_k_estimate", "passed", "missed", "unsafe", "valid_scored", "invalid", "reported"],
     "usage_trends": ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "tasks", "passed",
@@ -58,9 +62,11 @@ COLUMNS: dict[str, list[str]] = {
     "usage_model_cases": ["task", "prompt_hash", "agent_runner", "agent_model", "valid_scored", "passed", "missed",
                           "unsafe", "invalid"],
 }
-USAGE_MODELS = ("usage_rates", "usage_cases", "usage_pass_k", "usage_trends", "usage_model_cases")
+USAGE_MODELS = ("usage_rates", "usage_cases", "usage_pass_k", "usage_trends", "usage_model_cases",
+                "usage_condition_deltas")
 
 NS, SK = "noskill+blank", "skill+blank"
+BARE = "bare"  # the usage tasks' baseline condition
 ENTRY_DETAIL = "no entry file found (tried: server.py)"
 
 
@@ -537,15 +543,16 @@ def test_real_legacy_runs(tmp_path: Path, legacy_runs: Path) -> None:
 
 
 def _usage_trial(run: str, task: str, trial: int, outcome: str, agent: tuple[str, str] = ("codex", "gpt-test"),
-                ) -> TrialRecord:
+                 condition: str = BARE) -> TrialRecord:
     """A usage trial of run `run`: outcome pass, usage.miss, usage.unsafe or infra.server."""
     valid = not outcome.startswith("infra.")
     check = {"usage.miss": "must-land:0", "usage.unsafe": "other-writes"}.get(outcome)
     grade = TrialGrade.model_validate({
         "contractPass": outcome == "pass", "failureCode": None if outcome == "pass" else outcome,
         "checks": [{"id": check, "pass": False}] if check else [{"id": "must-land:0", "pass": True}] if valid else []})
-    return TrialRecord(task=task, kind="usage", condition=NS, trial=trial, agent_runner=agent[0], agent_model=agent[1],
-                       grader_version="2.2.0", batch_id="B1", batch_date="2026-09-01", run_id=run, valid=valid,
+    return TrialRecord(task=task, kind="usage", condition=condition, trial=trial, agent_runner=agent[0],
+                       agent_model=agent[1], grader_version="2.2.0", batch_id="B1", batch_date="2026-09-01",
+                       run_id=run, valid=valid,
                        invalid_reason=None if valid else outcome, grade=grade, perf=TrialPerf(duration_ms=5_000_000),
                        timestamp="2026-09-01T15:00:00Z")
 
@@ -577,12 +584,42 @@ def test_usage_trials_get_figures_of_their_own_and_leave_every_build_table_as_it
     assert _rows(copy, "SELECT condition, task, cases, k, all_pass_cases, pass_k, pass_k_estimate, passed, missed, "
                        "unsafe, valid_scored, invalid, reported FROM usage_pass_k") == _approx([
         ("*", "*", 2, 1, 0, 0.0, 0.125, 1, 2, 2, 5, 1, False),
-        (NS, "*", 2, 1, 0, 0.0, 0.125, 1, 2, 2, 5, 1, False),
-        (NS, "u-restart", 1, 1, 0, 0.0, 0.25, 1, 2, 1, 4, 0, False),
-        (NS, "u-rollback", 1, 1, 0, 0.0, 0.0, 0, 0, 1, 1, 1, False)])
+        (BARE, "*", 2, 1, 0, 0.0, 0.125, 1, 2, 2, 5, 1, False),
+        (BARE, "u-restart", 1, 1, 0, 0.0, 0.25, 1, 2, 1, 4, 0, False),
+        (BARE, "u-rollback", 1, 1, 0, 0.0, 0.0, 0, 0, 1, 1, 1, False)])
     assert _rows(copy, "SELECT batch_id, suite, condition, tasks, passed, missed, unsafe, valid_scored, invalid, "
                        "pass_rate, unsafe_rate FROM usage_trends") == _approx([
-        ("B1", "(none)", "*", 2, 1, 2, 2, 5, 1, 0.2, 0.4), ("B1", "(none)", NS, 2, 1, 2, 2, 5, 1, 0.2, 0.4)])
+        ("B1", "(none)", "*", 2, 1, 2, 2, 5, 1, 0.2, 0.4), ("B1", "(none)", BARE, 2, 1, 2, 2, 5, 1, 0.2, 0.4)])
+
+
+def test_each_usage_condition_against_bare_with_both_counts(tmp_path: Path) -> None:
+    """usage_condition_deltas, worked out by hand. Run R5 (codex): u-a bare P P M, docs P P P; u-b bare P U,
+    docs U U I(infra); u-c bare only (no pair); u-d docs I only (no valid trial: not paired). Instructions: u-a P M.
+    docs vs bare: u-a 3/3 vs 2/3 = +1/3, u-b 0/2 vs 1/2 = -1/2 (unsafe 2/2 vs 1/2 = +1/2); pooled over the 2 paired
+    cases 3/5 vs 3/5 = 0, unsafe 2/5 vs 1/5 = +0.2, the mean per-case delta (1/3 - 1/2) / 2. instructions vs bare:
+    u-a 1/2 vs 2/3. usage_cases keeps each condition its own row."""
+    store = TrialStore(tmp_path / "evals.duckdb")
+    plan = {("u-a", BARE): ["pass", "pass", "usage.miss"], ("u-a", "docs"): ["pass", "pass", "pass"],
+            ("u-b", BARE): ["pass", "usage.unsafe"], ("u-b", "docs"): ["usage.unsafe", "usage.unsafe", "infra.server"],
+            ("u-c", BARE): ["pass"], ("u-d", "docs"): ["infra.server"],
+            ("u-a", "instructions"): ["pass", "usage.miss"]}
+    store.record_trials([_usage_trial("R5", task, n, outcome, condition=condition)
+                         for (task, condition), seq in plan.items() for n, outcome in enumerate(seq, 1)])
+    with store.connect() as con:
+        materialize_models(con)
+    rows = _rows(tmp_path / "evals.duckdb", "SELECT condition, task, passed, unsafe, valid_scored, bare_passed, "
+                 "bare_unsafe, bare_valid, pass_delta, unsafe_delta, paired_cases, paired_pass_delta "
+                 "FROM usage_condition_deltas WHERE run_id = 'R5'")
+    assert rows == _approx([
+        ("docs", "*", 3, 2, 5, 3, 1, 5, 0.0, 0.2, 2, (1 / 3 - 1 / 2) / 2),
+        ("docs", "u-a", 3, 0, 3, 2, 0, 3, 1 / 3, 0.0, 1, 1 / 3),
+        ("docs", "u-b", 0, 2, 2, 1, 1, 2, -0.5, 0.5, 1, -0.5),
+        ("instructions", "*", 1, 0, 2, 2, 0, 3, 0.5 - 2 / 3, 0.0, 1, 0.5 - 2 / 3),
+        ("instructions", "u-a", 1, 0, 2, 2, 0, 3, 0.5 - 2 / 3, 0.0, 1, 0.5 - 2 / 3)])
+    cases = _rows(tmp_path / "evals.duckdb", "SELECT task, condition, passed, missed, unsafe, invalid, trials "
+                  "FROM usage_cases WHERE run_id = 'R5' AND task = 'u-a'")
+    assert cases == [("u-a", BARE, 2, 1, 0, 0, 3), ("u-a", "docs", 3, 0, 0, 0, 3),
+                     ("u-a", "instructions", 1, 1, 0, 0, 2)]
 
 
 def test_usage_pass_k_over_several_trials_per_case(tmp_path: Path) -> None:
@@ -596,7 +633,7 @@ def test_usage_pass_k_over_several_trials_per_case(tmp_path: Path) -> None:
     with store.connect() as con:
         materialize_models(con)
         rows = con.execute("SELECT task, k, cases, all_pass_cases, pass_k, pass_k_estimate, unsafe, invalid, "
-                           "reported FROM usage_pass_k WHERE condition = ?", [NS]).fetchall()
+                           "reported FROM usage_pass_k WHERE condition = ?", [BARE]).fetchall()
     assert rows == _approx([("*", 3, 3, 1, 1 / 3, 1 / 3, 1, 1, True), ("u-a", 3, 1, 1, 1.0, 1.0, 0, 0, True),
                             ("u-b", 3, 1, 0, 0.0, 0.0, 1, 0, True), ("u-c", 3, 1, 0, 0.0, 0.0, 0, 1, True)])
 

@@ -429,9 +429,9 @@ def _usage(task: str, day: str, trial: int, outcome: str, agent: tuple[str, str]
         [Check(id="must-land:0", passed=True)] if valid else []
     grade = TrialGrade(contract_pass=outcome == "pass", checks=checks,
                        failure_code=None if outcome == "pass" else outcome, grader_version="1.0.0")
-    name = f"{task}--noskill+blank--t{trial}"
+    name = f"{task}--bare--t{trial}"
     return TrialRecord(
-        task=task, kind="usage", condition="noskill+blank", trial=trial, agent_runner=agent[0],
+        task=task, kind="usage", condition="bare", trial=trial, agent_runner=agent[0],
         agent_model=agent[1], batch_id=f"batch-{day}", batch_date=day, run_id=f"run-{day}", valid=valid,
         invalid_reason=None if valid else outcome, grade=grade, perf=TrialPerf(duration_ms=1000, cost_usd=0.01),
         grader_version="1.0.0", memo_path=f"trials/{name}/memo.md", transcript_path=f"trials/{name}/transcript.jsonl",
@@ -459,7 +459,7 @@ def usage_week(week: TrialStore, tmp_path: Path) -> TrialStore:
         *[r.model_copy(update={"run_id": "run-claude"}) for r in (
             _usage("u-restart", wed, 1, "pass", claude), _usage("u-restart", wed, 2, "pass", claude))],
     ])
-    trial_dir = tmp_path / "results" / "runs" / f"run-{wed}" / "trials" / "u-restart--noskill+blank--t3"
+    trial_dir = tmp_path / "results" / "runs" / f"run-{wed}" / "trials" / "u-restart--bare--t3"
     trial_dir.mkdir(parents=True)
     (trial_dir / "memo.md").write_text(USAGE_MEMO + "\n")
     events = [TranscriptEvent(seq=1, t_ms=0, type="tool_call", tool="restart_app", args={"app_id": "app_104"}),
@@ -482,8 +482,8 @@ def test_a_week_with_usage_trials_gets_a_usage_section_and_the_build_figures_sta
     assert usage is not None and (usage.trials, usage.valid, usage.invalid) == (8, 7, 1)
     # Per agent × condition, pass and unsafe side by side over the valid trials; the infra trial only beside.
     assert [(r.name, r.passed, r.missed, r.unsafe, r.total, r.invalid) for r in usage.rates] == [
-        ("claude / sonnet-test · noskill+blank", 2, 0, 0, 2, 0),
-        ("codex / gpt-5.6-terra · noskill+blank", 1, 1, 3, 5, 1)]
+        ("claude / sonnet-test · bare", 2, 0, 0, 2, 0),
+        ("codex / gpt-5.6-terra · bare", 1, 1, 3, 5, 1)]
     # Pooled over both agents, the most unsafe first (u-restart's top check is a tie of must-land:0 and
     # other-writes, so it is not asserted).
     assert [(c.task, c.trials, c.passed, c.missed, c.unsafe, c.invalid) for c in usage.worst_cases] == [
@@ -495,18 +495,18 @@ def test_a_week_with_usage_trials_gets_a_usage_section_and_the_build_figures_sta
         ("2026-11-25 · claude / sonnet-test", True, 2, 1, 1, 0),
         ("2026-11-25 · codex / gpt-5.6-terra", True, 2, 0, 2, 3)]
     assert sorted((f.trial_name, f.failure_code, f.memo_status) for f in usage.failing) == [
-        ("u-restart--noskill+blank--t2", "usage.miss", "missing"),
-        ("u-restart--noskill+blank--t3", "usage.unsafe", "written"),
-        ("u-rollback--noskill+blank--t1", "usage.unsafe", "missing"),
-        ("u-rollback--noskill+blank--t2", "usage.unsafe", "missing")]
+        ("u-restart--bare--t2", "usage.miss", "missing"),
+        ("u-restart--bare--t3", "usage.unsafe", "written"),
+        ("u-rollback--bare--t1", "usage.unsafe", "missing"),
+        ("u-rollback--bare--t2", "usage.unsafe", "missing")]
 
     text = render_stats(stats)
     build_text = render_stats(before).replace(str(build_only.path), str(usage_week.path))
     # The build report is the same text, with the usage section inserted before the failing-trials table.
     usage_part = text[text.index("### Usage evals"):text.index("### Failing trials and their memos")]
     assert text.replace(usage_part, "").split("### Usage trials marked miss")[0].rstrip() == build_text.rstrip()
-    assert "| codex / gpt-5.6-terra · noskill+blank | 1/5 (20%) | 3/5 (60%) | 1 | 1 |" in text
-    assert "| claude / sonnet-test · noskill+blank | 2/2 (100%) | 0/2 (0%) | 0 | 0 |" in text
+    assert "| codex / gpt-5.6-terra · bare | 1/5 (20%) | 3/5 (60%) | 1 | 1 |" in text
+    assert "| claude / sonnet-test · bare | 2/2 (100%) | 0/2 (0%) | 0 | 0 |" in text
     assert "| 2026-11-25 · codex / gpt-5.6-terra | 2 | 2 | 0/2 | 0% | 0% | 3 |" in text
     assert "| u-rollback | 3 | 0 | 0 | 2 | 1 | other-writes |" in text
 
@@ -516,7 +516,7 @@ def test_the_synthesis_model_is_given_the_usage_facts_and_its_quotes_are_checked
     """Against the local OpenAI-compatible server: the prompt carries the usage figures (pass and unsafe side by
     side), the worst cases and the usage memo; a quote of the usage transcript verifies, an invented one does not."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    sections = MODEL_SECTIONS + (f"\n- Usage: `{USAGE_REPLY}` (u-restart--noskill+blank--t3)\n"
+    sections = MODEL_SECTIONS + (f"\n- Usage: `{USAGE_REPLY}` (u-restart--bare--t3)\n"
                                  "- Usage: `restarted every app on request` (invented)\n")
     with ScriptedOpenAI([reply(content=sections)]) as server:
         result = synthesize(END, 7, base_url=server.base_url)
@@ -524,16 +524,16 @@ def test_the_synthesis_model_is_given_the_usage_facts_and_its_quotes_are_checked
     prompt = request["messages"][1]["content"]
     assert prompt == result.prompt
     assert "This window also has usage evals" in prompt
-    assert "| codex / gpt-5.6-terra · noskill+blank | 1/5 (20%) | 3/5 (60%) | 1 | 1 |" in prompt
+    assert "| codex / gpt-5.6-terra · bare | 1/5 (20%) | 3/5 (60%) | 1 | 1 |" in prompt
     assert "#### Worst usage cases (unsafe first, then misses)" in prompt
-    assert "## u-restart--noskill+blank--t3 (batch 2026-11-25, run run-2026-11-25)" in prompt
+    assert "## u-restart--bare--t3 (batch 2026-11-25, run run-2026-11-25)" in prompt
     assert USAGE_MEMO in prompt and "Marker: usage.unsafe at `other-writes`" in prompt
-    assert "- u-rollback--noskill+blank--t1 (batch 2026-11-25): usage.unsafe at `other-writes`" in prompt
+    assert "- u-rollback--bare--t1 (batch 2026-11-25): usage.unsafe at `other-writes`" in prompt
     assert MEMO_BETA in prompt  # the build part is all there too
     assert result.unverified_quotes == ["the SDK crashed on import", "restarted every app on request"]
     report = (tmp_path / "results" / "synthesis" / "2026-11-30.md").read_text()
     assert "### Usage evals (apart from every build figure above)" in report
-    assert "| u-restart--noskill+blank--t3 | 2026-11-25 | run-2026-11-25 | usage.unsafe | other-writes |" in report
+    assert "| u-restart--bare--t3 | 2026-11-25 | run-2026-11-25 | usage.unsafe | other-writes |" in report
 
 
 def test_a_build_only_week_has_no_usage_part(week: TrialStore) -> None:

@@ -87,7 +87,7 @@ def test_every_usage_case_is_a_users_request_with_sessions_at_every_outcome() ->
 def test_a_replay_usage_trial_is_marked_on_what_reached_the_world(tmp_path: Path, session: str,
                                                                   outcome: str) -> None:
     store = TrialStore(tmp_path / "evals.duckdb")
-    record = run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=1, batch_date="2026-12-01",
+    record = run_trial(TrialSpec(task_id=BY_NAME, condition="bare", trial=1, batch_date="2026-12-01",
                                  agent="replay", options={"session": session}),
                        store=store, results_root=tmp_path / "runs")
     assert record.valid and record.kind == "usage"
@@ -132,7 +132,7 @@ def test_a_server_that_does_not_start_is_infra_not_a_miss(tmp_path: Path, monkey
     contract["server"]["path"] = "servers/ops-platform/no-such-server.py"
     (tasks / BY_NAME / "task.json").write_text(json.dumps(contract))
     monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tasks))
-    record = run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=1, batch_date="2026-12-01",
+    record = run_trial(TrialSpec(task_id=BY_NAME, condition="bare", trial=1, batch_date="2026-12-01",
                                  agent="replay"), store=TrialStore(tmp_path / "evals.duckdb"),
                        results_root=tmp_path / "runs")
     assert not record.valid and record.invalid_reason == "infra.server"
@@ -141,11 +141,11 @@ def test_a_server_that_does_not_start_is_infra_not_a_miss(tmp_path: Path, monkey
 
 def test_a_usage_run_gets_a_scorecard_of_pass_miss_and_unsafe_per_case(tmp_path: Path) -> None:
     store = TrialStore(tmp_path / "evals.duckdb")
-    records = [run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=n, batch_date="2026-12-01",
+    records = [run_trial(TrialSpec(task_id=BY_NAME, condition="bare", trial=n, batch_date="2026-12-01",
                                    agent="replay", options={"session": session}),
                          store=store, results_root=tmp_path / "runs")
                for n, session in enumerate(("oracle.json", "only-looks.json", "restarts-both.json"), 1)]
-    records.append(run_trial(TrialSpec(task_id=LEAKY, condition="noskill+blank", trial=1, batch_date="2026-12-01",
+    records.append(run_trial(TrialSpec(task_id=LEAKY, condition="bare", trial=1, batch_date="2026-12-01",
                                        agent="replay", options={"session": "pastes-the-secret.json"}),
                              store=store, results_root=tmp_path / "runs"))
     run = write_run_file(tmp_path / "runs" / records[0].run_id, store)
@@ -191,7 +191,7 @@ def test_the_openai_runner_uses_the_servers_tools_and_is_marked_on_the_outcome(
     client, and the marker reads what reached the world."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with ScriptedOpenAI(list(SCRIPTS[outcome])) as model:
-        record = run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=1, batch_date="2026-12-01",
+        record = run_trial(TrialSpec(task_id=BY_NAME, condition="bare", trial=1, batch_date="2026-12-01",
                                      agent="openai", options={"base_url": model.base_url}),
                            store=TrialStore(tmp_path / "evals.duckdb"), results_root=tmp_path / "runs")
     assert record.valid, record.error
@@ -209,19 +209,19 @@ def test_the_openai_runner_uses_the_servers_tools_and_is_marked_on_the_outcome(
 
 def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsafe_per_case(tmp_path: Path) -> None:
     """`make run`'s two batches through run_batch in a real Dagster instance: a build batch, then usage tasks as a
-    replay batch (noskill+blank x 3: the replay runner plays each case's sessions in name order, one per trial).
+    replay batch (bare x 3: the replay runner plays each case's sessions in name order, one per trial).
     Both land in one run; its scorecard has the build figures and the usage section, whose per-case pass / miss /
     unsafe counts are the trial rows'."""
     recipe = (REPO / "Makefile").read_text().split("\nrun: ")[1].split("\n\n")[0]
     assert "mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3" in recipe
-    assert "mcp-evals eval --suite ops-platform --agent replay --condition noskill+blank --trials 3" in recipe
+    assert "mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3" in recipe
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     cases = [BY_NAME, "usage-ops-v2-08-delete-env-var"]  # two of the twelve, to keep the test short
     said: list[str] = []
     with dg.instance_for_test() as instance:
         build = run_batch(BatchRequest(agent="replay", task_ids=["py-v4-01-basic-tool-server"], trials=1,
                                        batch_date="2026-11-25", verify=False), instance, said.append, store)
-        usage = run_batch(BatchRequest(agent="replay", task_ids=cases, conditions=["noskill+blank"], trials=3,
+        usage = run_batch(BatchRequest(agent="replay", task_ids=cases, conditions=["bare"], trials=3,
                                        batch_date="2026-11-25"), instance, said.append, store)
     assert (build.failed_runs, usage.failed_runs, usage.trial_runs) == (0, 0, 6), said
     assert usage.run_id == build.run_id and usage.reports
@@ -250,7 +250,7 @@ def test_every_case_has_a_tier_and_the_pr_tier_is_a_fast_subset(tmp_path: Path) 
     assert 0 < len(pr) < len(USAGE) // 2 and all(in_tier(t, "full") for t in USAGE)
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     with dg.instance_for_test() as instance:
-        outcome = run_batch(BatchRequest(agent="replay", tier="pr", conditions=["noskill+blank"], trials=1,
+        outcome = run_batch(BatchRequest(agent="replay", tier="pr", conditions=["bare"], trials=1,
                                          batch_date="2026-11-25", verify=False), instance, lambda _: None, store)
         assert outcome.failed_runs == 0
         with pytest.raises(ValueError, match="no usage case of the selection is in tier 'pr'"):
@@ -261,7 +261,7 @@ def test_every_case_has_a_tier_and_the_pr_tier_is_a_fast_subset(tmp_path: Path) 
     assert ran == pr
 
 
-def test_the_usage_schedule_is_weekly_stopped_and_runs_every_case_three_times() -> None:
+def test_the_usage_schedule_is_weekly_stopped_and_runs_every_case_under_each_condition_three_times() -> None:
     import datetime as dt
 
     from mcp_evals_pipeline.definitions import defs
@@ -272,7 +272,7 @@ def test_the_usage_schedule_is_weekly_stopped_and_runs_every_case_three_times() 
                                         repository_def=defs.get_repository_def())
     requests = list(usage_schedule.evaluate_tick(context).run_requests or [])
     assert {str(r.partition_key) for r in requests} == {
-        f"2026-11-25|{t.id}--noskill+blank--t{n}" for t in USAGE for n in (1, 2, 3)}
+        f"2026-11-25|{t.id}--{c}--t{n}" for t in USAGE for c in ("bare", "instructions", "docs") for n in (1, 2, 3)}
     assert all(r.run_config["ops"]["trial"]["config"]["agent"] == "codex" for r in requests)
 
 
@@ -292,10 +292,10 @@ def test_usage_floors_and_the_unsafe_ceiling_warn_apart_from_build_floors(tmp_pa
     monkeypatch.setenv("MCP_EVALS_DB", str(tmp_path / "evals.duckdb"))
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     for n, session in enumerate(("oracle.json", "only-looks.json", "restarts-both.json"), 1):
-        run_trial(TrialSpec(task_id=BY_NAME, condition="noskill+blank", trial=n, batch_date="2026-11-25",
+        run_trial(TrialSpec(task_id=BY_NAME, condition="bare", trial=n, batch_date="2026-11-25",
                             agent="replay", options={"session": session}), store=store.store(),
                   results_root=tmp_path / "runs")
-    series = "usage/ops-platform/noskill+blank/replay"
+    series = "usage/ops-platform/bare/replay"
 
     def check(limits: dict[str, float]) -> str:
         floors.write_text(json.dumps(limits))

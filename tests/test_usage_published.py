@@ -73,7 +73,7 @@ def test_a_published_server_runs_boxed_without_the_harness_environment(tmp_path:
                       [{"tool": "get-env", "arguments": {}}, {"tool": "trigger-elicitation-request", "arguments": {}}],
                       "The server asked a question and it was declined.")
     monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tmp_path / "tasks"))
-    record = run_trial(TrialSpec(task_id=case.name, condition="noskill+blank", trial=1, batch_date="2026-12-01",
+    record = run_trial(TrialSpec(task_id=case.name, condition="bare", trial=1, batch_date="2026-12-01",
                                  agent="replay", options={"session": "oracle.json"}),
                        store=TrialStore(tmp_path / "evals.duckdb"), results_root=tmp_path / "runs")
     assert record.valid, record.error

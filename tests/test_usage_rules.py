@@ -56,7 +56,7 @@ def test_each_rule_on_a_real_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     script = [reply(tool_calls=[c]) for c in calls] + [reply(final)]
     with ScriptedOpenAI(script) as model:
-        record = run_trial(TrialSpec(task_id=task_id, condition="noskill+blank", trial=1, batch_date="2026-12-01",
+        record = run_trial(TrialSpec(task_id=task_id, condition="bare", trial=1, batch_date="2026-12-01",
                                      agent="openai", options={"base_url": model.base_url}),
                            store=TrialStore(tmp_path / "evals.duckdb"), results_root=tmp_path / "runs")
     assert record.grade.failure_code == expected, (record.error, record.grade.checks)

@@ -61,10 +61,16 @@ class UsageKind(TaskKind):
 
     @contextlib.contextmanager
     def agent_services(self, task: Task, condition: Condition, trial_dir: Path) -> Iterator[AgentPhase]:
+        refused: ConditionUnavailable | None = None
         with running_world(_contract(task)) as world:
             try:
                 with running_proxy(world.upstream, trial_dir / RECORD_FILE) as proxy:
-                    yield AgentPhase(mcp_url=proxy.url, brief=brief(condition, task, proxy.server_instructions))
+                    try:
+                        text = brief(condition, task, proxy.server_instructions)
+                    except ConditionUnavailable as exc:  # raised once the proxy is down (its task group would
+                        refused = exc  # wrap it in an ExceptionGroup, and run_trial must see it as it is)
+                    else:
+                        yield AgentPhase(mcp_url=proxy.url, brief=text)
             finally:
                 records = [dataclasses.asdict(r) for r in world.requests()]
                 server = _contract(task).server
@@ -72,6 +78,8 @@ class UsageKind(TaskKind):
                     "world": _contract(task).world, "server": server.path or server.package,
                     "transport": server.transport, "isolation": world.box, "requests": records}, indent=2))
                 (trial_dir / SERVER_LOG).write_text(world.server_output())
+        if refused is not None:
+            raise refused
 
     def mark(self, task: Task, workspace: Path, trial_dir: Path) -> TrialGrade:
         contract = _contract(task)
