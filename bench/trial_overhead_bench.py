@@ -23,6 +23,7 @@ import dagster as dg
 from mcp_evals_pipeline.defs.assets.trials import trial
 from mcp_evals_pipeline.defs.partitions import multi_key
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 from mcp_evals_pipeline.trial_dir import current_trials
 from mcp_evals_pipeline.trials import trial_key
@@ -37,7 +38,8 @@ def main() -> None:
     parser.add_argument("--kind", choices=["build", "usage"], default="build")
     args = parser.parse_args()
     tasks = [t for t in discover_tasks()[0] if t.kind == args.kind]
-    keys = [trial_key(t.id, "noskill+blank", n) for t in tasks for n in (1, 2, 3)]
+    baseline = kind_of(args.kind).baseline  # noskill+blank for build tasks, bare for usage tasks
+    keys = [trial_key(t.id, baseline, n) for t in tasks for n in (1, 2, 3)]
     keys = (keys * (args.trials // len(keys) + 1))[: args.trials]
 
     with tempfile.TemporaryDirectory() as tmp, dg.instance_for_test() as instance:
