@@ -4,7 +4,7 @@ VENV := .venv
 UV := $(VENV)/bin/uv
 STAMP := $(VENV)/.synced
 
-.PHONY: setup run test bench ui clean
+.PHONY: setup run test bench ui clean docker-up docker-down
 
 $(STAMP): pyproject.toml uv.lock
 	test -x $(UV) || ($(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install --quiet --disable-pip-version-check "uv>=0.13,<0.14")
@@ -23,9 +23,21 @@ run: $(STAMP)
 	$(VENV)/bin/mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3
 	$(VENV)/bin/mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3
 
+# The docker tests need an engine: scripts/docker_engine.sh starts the project's own (as root, from Debian's
+# packages) unless one answers on its socket, builds the sandbox image unless its content tag exists, runs pytest
+# with DOCKER_HOST and MCP_EVALS_DOCKER_IMAGE set, and stops the engine it started. Elsewhere pytest runs as it is
+# and the docker tests skip, saying why.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q
+	scripts/docker_engine.sh run $(VENV)/bin/pytest -q
+
+# A developer machine's engine and images, left running (DOCKER_HOST is printed): `make docker-down` stops it.
+docker-up:
+	scripts/docker_engine.sh up
+	scripts/docker_engine.sh images
+
+docker-down:
+	scripts/docker_engine.sh down
 
 bench: $(STAMP)
 	$(VENV)/bin/python bench/grader_bench.py

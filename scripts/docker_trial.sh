@@ -7,8 +7,8 @@
 #
 # Nothing is pulled from a container registry (none is reachable on the eval hosts). The base image is a Debian
 # bookworm root filesystem made with debootstrap from the Debian mirror and turned into an image with
-# `docker import`; docker/Dockerfile builds on it (FROM ${BASE_IMAGE}) and fetches Node 22, npm, the agent CLIs
-# and uv from the npm registry and PyPI. On a host that CAN pull, skip the base step with
+# `docker import`; docker/Dockerfile builds on it (FROM ${BASE_IMAGE}) and fetches Node 22, npm and uv from the npm
+# registry and PyPI (the agent CLIs come from the host's pinned cache, mounted at run time). On a host that CAN pull, skip the base step with
 # BASE_IMAGE=debian:bookworm-slim.
 #
 # Needs: root (debootstrap, dockerd), a reachable Docker engine (`docker info`), `debootstrap` (apt-get install
@@ -64,9 +64,11 @@ build_image() {
         cp "$bundle" "$ctx/extra-ca/host-bundle.crt"
     fi
     log "docker build $IMAGE (FROM $BASE_IMAGE)"
-    # DOCKER_BUILDKIT=0: the classic builder needs no frontend image from a registry.
-    DOCKER_BUILDKIT=0 docker build --force-rm --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$IMAGE" "$ctx"
-    docker run --rm --network none "$IMAGE" sh -c 'python3 --version; node --version; uv --version; codex --version; claude --version'
+    # DOCKER_BUILDKIT=0: the classic builder needs no frontend image from a registry. --network host: the build
+    # steps reach the registries through the host's network (an engine started with --bridge=none, as
+    # scripts/docker_engine.sh does, has no default bridge for them).
+    DOCKER_BUILDKIT=0 docker build --network host --force-rm --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$IMAGE" "$ctx"
+    docker run --rm --network none "$IMAGE" sh -c 'python3 --version; node --version; npm --version; uv --version'
 }
 
 run_trial() {

@@ -126,7 +126,7 @@ class TscWorker:
 
     def _stage(self, copy: Path) -> None:
         """The job's files, and only those, in ws (node_modules stays: it is where the set is bound)."""
-        from mcp_evals_pipeline.sandbox.hardened import _chown_tree
+        from mcp_evals_pipeline.sandbox.base import chown_tree
 
         for entry in self.ws.iterdir():
             if entry.name != "node_modules":
@@ -139,7 +139,7 @@ class TscWorker:
         copy_workspace(copy, staging)
         for entry in staging.iterdir():
             entry.rename(self.ws / entry.name)
-            _chown_tree(self.ws / entry.name, self.box.uid, self.box.uid)
+            chown_tree(self.ws / entry.name, self.box.uid, self.box.uid)
         staging.rmdir()
 
     def check(self, copy: Path, config: Path, timeout_s: float) -> Answer:

@@ -6,10 +6,38 @@ resolved inside the workspace; every process it starts is killed when the sandbo
 
 from __future__ import annotations
 
+import contextlib
+import os
 import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+
+from mcp_evals_pipeline.paths import cache_dir
+
+# The host's pinned agent CLIs and Node toolchain (under cache_dir()): what a CLI runner runs in a box, mounted
+# read-only at the same path by the backends with a filesystem of their own (hardened, docker).
+TOOL_DIRS = ("agent-clis", "node-toolchain")
+
+
+def tool_dirs() -> list[Path]:
+    """TOOL_DIRS, created now so that a CLI installed after a box started is visible in it."""
+
+    found = []
+    for name in TOOL_DIRS:
+        with contextlib.suppress(OSError):
+            (cache_dir() / name).mkdir(parents=True, exist_ok=True)
+            found.append((cache_dir() / name).resolve())
+    return found
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """lchown everything under root (never following a symlink an agent planted, even one swapped in mid-walk)."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
 
 
 class SandboxError(Exception):
@@ -70,8 +98,6 @@ class Sandbox(ABC):
         """A fresh directory outside the workspace, at the same path for the host and for commands run here (a CLI
         runner's HOME and config; never the key, which stays in agents/key_proxy). Backends with their own
         filesystem override it; the caller removes it (or close() does)."""
-        from mcp_evals_pipeline.paths import cache_dir
-
         scratch = cache_dir() / "agent-runs"
         scratch.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch))

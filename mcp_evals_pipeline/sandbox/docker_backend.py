@@ -10,6 +10,14 @@ The container runs the sandbox image (`MCP_EVALS_DOCKER_IMAGE`, built from docke
   (`none`: loopback only; any other name: that existing network, e.g. one with an LLM proxy on it);
 - memory (no swap), pids and cpu limits.
 
+Agent runners (the codex and claude CLIs) get what the hardened backend gives them: the host's pinned CLIs and
+Node toolchain (sandbox/base.TOOL_DIRS) read-only at the same path, private directories (`private_dir`) read-write
+at the same path, and a host-loopback endpoint (the key proxy, a usage trial's recording MCP proxy, a local model
+server) at the same URL inside the container (`allow_endpoint`): the egress module's FORWARDER listens on that port
+of the container's own loopback and relays each connection through a unix socket on the io mount to a PortRelay on
+the host, which connects to the endpoint and nothing else. The container keeps its `--internal` network: the key
+stays in the host's key proxy, and no route leads out.
+
 Each command is a `docker exec` of `timeout` (which kills the command's whole process group at the limit) with
 its output redirected to a log file on a second bind mount, so a server the command leaves in the background
 never holds the exec's stream open; it keeps running for the agent's next command, as in the local backend.
@@ -38,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from mcp_evals_pipeline import procs
-from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError
+from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError, chown_tree, tool_dirs
+from mcp_evals_pipeline.sandbox.egress import FORWARDER, PortRelay
 
 OUTPUT_LIMIT = 30_000
 LABEL = "mcp-evals.sandbox"
@@ -50,6 +59,7 @@ NONROOT = "65532:65532"
 # How long past its own limit a command may take before the host gives up on the in-container `timeout`.
 HOST_GRACE_S = 15.0
 POLL_S = 0.05
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _env_int(name: str, default: int) -> int:
@@ -132,8 +142,11 @@ def network_spec(name: str) -> dict[str, Any]:
 
 
 def container_spec(config: DockerConfig, workspace: Path, io_dir: Path, *, name: str, network: str,
-                   env: dict[str, str]) -> dict[str, Any]:
-    """Arguments to `client.containers.run` (detached): pure, so the tests check it without an engine."""
+                   env: dict[str, str], private_root: Path | None = None,
+                   tools: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Arguments to `client.containers.run` (detached): pure, so the tests check it without an engine.
+    `private_root` (runners' private directories) is mounted read-write and `tools` read-only, each at its own
+    path."""
     nano_cpus = int(config.cpus * 1_000_000_000)
     spec: dict[str, Any] = {
         "image": config.image,
@@ -166,6 +179,10 @@ def container_spec(config: DockerConfig, workspace: Path, io_dir: Path, *, name:
         "stdin_open": False,
         "tty": False,
     }
+    if private_root is not None:
+        spec["volumes"][str(private_root)] = {"bind": str(private_root), "mode": "rw"}
+    for tool in tools:
+        spec["volumes"].setdefault(str(tool), {"bind": str(tool), "mode": "ro"})
     for path, mode in config.mounts:
         if mode not in ("ro", "rw"):
             raise SandboxError(f"mount mode of {path} must be ro or rw, not {mode!r}")
@@ -188,21 +205,18 @@ def exec_command(command: str, timeout_s: float, log_name: str) -> list[str]:
     return ["/bin/sh", "-c", wrapper, command]
 
 
-def _ensure_owner(path: Path, user: str) -> None:
-    """When the harness is root and the container user is not, hand it the workspace (and what we write into it)."""
+def _ensure_owner(path: Path, user: str, *, back: bool = False) -> None:
+    """When the harness is root and the container user is not, hand it the workspace (and what we write into it);
+    `back`: hand the tree to `user` whoever that is (its owner again, at close)."""
     if os.getuid() != 0:
         return
     try:
         uid, gid = (int(part) for part in user.split(":", 1)) if ":" in user else (int(user), int(user))
     except ValueError:
         return  # a user name: leave ownership to whoever configured it
-    if uid == 0:
+    if uid == 0 and not back:
         return
-    os.chown(path, uid, gid, follow_symlinks=False)
-    for root, dirs, files in os.walk(path):
-        os.chown(root, uid, gid)
-        for name in dirs + files:
-            os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
+    chown_tree(path, uid, gid)
 
 
 class DockerSandbox(Sandbox):
@@ -218,6 +232,15 @@ class DockerSandbox(Sandbox):
         self._container: Any = None
         self._network: Any = None
         self._io = Path(tempfile.mkdtemp(prefix="sandbox-docker-io-"))
+        # Runners' private directories (private_dir()): mounted read-write at the same path.
+        self._private_root = Path(tempfile.mkdtemp(prefix="sandbox-docker-private-"))
+        self._private_root.chmod(0o711)
+        self._private: list[Path] = []
+        self._relays: list[PortRelay] = []
+        self._forwarded: dict[int, tuple[str, int]] = {}
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        st = self.workspace.stat()
+        self._owner = (st.st_uid, st.st_gid)  # handed back at close: the grader and the snapshot see its owner
         try:
             self._start(extra_env)
         except BaseException:
@@ -255,7 +278,8 @@ class DockerSandbox(Sandbox):
                 self._network = client.networks.create(**network_spec(name))
                 network = self._network.name
             spec = container_spec(self.config, self.workspace, self._io, name=name, network=network,
-                                  env=container_env(self.workspace, extra_env))
+                                  env=container_env(self.workspace, extra_env), private_root=self._private_root,
+                                  tools=tuple(tool_dirs()))
             self._container = client.containers.run(**spec)
         except Exception as exc:
             raise SandboxError(f"could not start the sandbox container: {type(exc).__name__}: {exc}") from exc
@@ -263,6 +287,64 @@ class DockerSandbox(Sandbox):
         result = self.run("test -w . && test -w \"$HOME\" && test -w /tmp", timeout_s=30)
         if result.exit_code != 0:
             raise SandboxError(f"sandbox container is not usable: {result.output.strip() or result.exit_code}")
+
+    # For agent runners -----------------------------------------------------------------------------------------
+
+    def private_dir(self, prefix: str = "agent-") -> Path:
+        """A fresh directory outside the workspace at the same path on the host and in the container, handed to the
+        container user before every command (what the runner wrote in it, its env file included, is that user's,
+        mode as written); removed on close."""
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=self._private_root))
+        path.chmod(0o700)
+        _ensure_owner(path, self.config.user)
+        self._private.append(path)
+        return path
+
+    def allow_endpoint(self, url: str) -> str:
+        """Make an endpoint on the host's loopback reachable at the same URL inside the container (FORWARDER on
+        the container's loopback -> a unix socket on the io mount -> PortRelay -> the host's 127.0.0.1:port).
+        Elsewhere: reachable only on a network the operator named (MCP_EVALS_DOCKER_NETWORK), never through the
+        per-trial --internal network or none."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if host not in LOOPBACK:
+            if self.config.network in ("internal", "none"):
+                raise SandboxError(f"{host}:{port} is unreachable from a docker sandbox on network "
+                                   f"{self.config.network!r} (no egress); relay it through the host's loopback")
+            return url
+        target = ("::1" if host == "::1" else "127.0.0.1", port)
+        if self._forwarded.get(port) == target:
+            return url
+        if port in self._forwarded:
+            raise SandboxError(f"port {port} of the container's loopback is already in use")
+        name = f"relay-{port}.sock"
+        self._relays.append(PortRelay(self._io / name, target))
+        self._forward(port, name)
+        self._forwarded[port] = target
+        self.isolation += f"(relay=127.0.0.1:{port})"
+        return url
+
+    def _forward(self, port: int, socket_name: str) -> None:
+        """Inside the container, as its user, in the background: listen on 127.0.0.1:port, relay to the socket."""
+        if self._container is None:
+            raise SandboxError("the docker sandbox is closed")
+        log = f"forwarder-{port}.log"
+        try:
+            self._container.exec_run(["/bin/sh", "-c", f'exec python3 -c "$0" "$1" "$2" >{IO_MOUNT}/{log} 2>&1',
+                                      FORWARDER, str(port), f"{IO_MOUNT}/{socket_name}"],
+                                     user=self.config.user, detach=True)
+        except Exception as exc:
+            raise SandboxError(f"could not start the relay in the container: {type(exc).__name__}: {exc}") from exc
+        deadline = time.monotonic() + 15
+        path = self._io / log
+        while not (path.is_file() and not path.is_symlink() and b"forwarding" in path.read_bytes()):
+            if time.monotonic() > deadline:
+                output = procs.tail(path, 2000) if path.is_file() and not path.is_symlink() else ""
+                raise SandboxError(f"the relay in the container did not start: {output}")
+            time.sleep(0.02)
 
     def write_file(self, rel: str, content: str) -> int:
         path = self.resolve(rel)
@@ -277,6 +359,9 @@ class DockerSandbox(Sandbox):
         if self._container is None:
             raise SandboxError("the docker sandbox is closed")
         api = self._client.api
+        for private in self._private:
+            with contextlib.suppress(OSError):
+                _ensure_owner(private, self.config.user)
         log_name = f"cmd-{time.monotonic_ns()}.log"
         log = self._io / log_name
         started = time.monotonic()
@@ -340,7 +425,15 @@ class DockerSandbox(Sandbox):
         if network is not None:
             with contextlib.suppress(Exception):
                 network.remove()
+        relays, self._relays = self._relays, []
+        for relay in relays:
+            with contextlib.suppress(Exception):
+                relay.close()
+        if os.getuid() == 0:
+            with contextlib.suppress(OSError):
+                _ensure_owner(self.workspace, f"{self._owner[0]}:{self._owner[1]}", back=True)
         shutil.rmtree(self._io, ignore_errors=True)
+        shutil.rmtree(self._private_root, ignore_errors=True)
 
 
 def remove_orphans(client: Any = None) -> int:

@@ -55,8 +55,7 @@ from pathlib import Path
 import psutil
 
 from mcp_evals_pipeline import procs
-from mcp_evals_pipeline.paths import cache_dir
-from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError
+from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError, chown_tree, tool_dirs
 from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay
 
 OUTPUT_LIMIT = 30_000
@@ -66,7 +65,6 @@ NOBODY = 65534
 SYSTEM_DIRS = ("usr", "etc", "opt", "var", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Inside /var and /etc: paths that are hidden (empty tmpfs) even though their parent is mounted.
 # The agent CLIs' read-only toolchains (agents/cli_tools.py, node_toolchain.py), mounted at their host paths.
-TOOL_DIRS = ("agent-clis", "node-toolchain")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MASKED = ("/var/tmp", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/mail", "/etc/ssh", "/etc/ssl/private")
 
@@ -306,15 +304,6 @@ def _preexec(cgroup: _Cgroup | None) -> None:
         cgroup.join()
 
 
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """lchown everything under root (never following a symlink an agent planted)."""
-    os.chown(root, uid, gid, follow_symlinks=False)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            with contextlib.suppress(FileNotFoundError):
-                os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
-
-
 class HardenedSandbox(Sandbox):
     backend = "hardened"
 
@@ -335,12 +324,7 @@ class HardenedSandbox(Sandbox):
         self.pids_limit = pids or int(os.environ.get("MCP_EVALS_SANDBOX_PIDS", "512"))
         self.uid = int(os.environ.get("MCP_EVALS_SANDBOX_UID", str(NOBODY)))
         extra_ro = [Path(p) for p in os.environ.get("MCP_EVALS_SANDBOX_RO_PATHS", "").split(":") if p]
-        tools = []
-        for name in TOOL_DIRS:  # created now so a CLI installed after the box started is visible in it
-            with contextlib.suppress(OSError):
-                (cache_dir() / name).mkdir(parents=True, exist_ok=True)
-                tools.append((cache_dir() / name).resolve())
-        self._ro_paths = [*(ro_paths or []), *extra_ro, *tools]
+        self._ro_paths = [*(ro_paths or []), *extra_ro, *tool_dirs()]
         # (host path, path in the box) read-only, over the writable workspace: e.g. a shared node_modules at
         # <copy>/node_modules, so nothing in the box can write what other gradings share.
         self._ro_binds = list(ro_binds or [])
@@ -364,7 +348,7 @@ class HardenedSandbox(Sandbox):
             if support.cgroup_memory or support.cgroup_pids:
                 self._cgroup = _Cgroup(support, f"mcp-evals-{uuid.uuid4().hex[:12]}", self.memory_limit,
                                        self.pids_limit)
-            _chown_tree(self.workspace, self.uid, self.uid)
+            chown_tree(self.workspace, self.uid, self.uid)
             self._start_box(support.bwrap)
             if self._proxy is not None:
                 self._start_forwarder()
@@ -527,7 +511,7 @@ class HardenedSandbox(Sandbox):
             raise SandboxError("the hardened sandbox is closed or its box died")
         for private in self._private:  # what a runner wrote there is the box user's
             with contextlib.suppress(OSError):
-                _chown_tree(private, self.uid, self.uid)
+                chown_tree(private, self.uid, self.uid)
         log = self._scratch / f"cmd-{time.monotonic_ns()}.log"
         oom_before = self._cgroup.oom_kills() if self._cgroup else 0
         pids_before = self._cgroup.pids_limited() if self._cgroup else 0
@@ -587,6 +571,6 @@ class HardenedSandbox(Sandbox):
         for relay in self._relays:
             relay.close()
         with contextlib.suppress(OSError):
-            _chown_tree(self.workspace, *self._owner)
+            chown_tree(self.workspace, *self._owner)
         shutil.rmtree(self._scratch, ignore_errors=True)
         shutil.rmtree(self._private_root, ignore_errors=True)

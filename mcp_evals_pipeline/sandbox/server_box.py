@@ -25,7 +25,8 @@ from pathlib import Path
 
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.grader.boxes import SWITCH_ENV, UNBOXED, refuse, unboxed_allowed
-from mcp_evals_pipeline.sandbox.hardened import NOBODY, SYSTEM_DIRS, _chown_tree, _mount_args, detect
+from mcp_evals_pipeline.sandbox.base import chown_tree
+from mcp_evals_pipeline.sandbox.hardened import NOBODY, SYSTEM_DIRS, _mount_args, detect
 
 BOX_DESCRIPTION = (f"bwrap: ro system dirs and runtime; rw run dir, HOME and TMPDIR; pid/ipc/uts ns; uid={NOBODY}, "
                    "caps dropped, no_new_privs")
@@ -110,7 +111,7 @@ def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path,
     writable = _outermost(writable)
     for path in writable:
         path.mkdir(parents=True, exist_ok=True)
-        _chown_tree(path, NOBODY, NOBODY)
+        chown_tree(path, NOBODY, NOBODY)
     readable = [p.resolve() for p in readable]
     inside_writable = [p for p in readable if any(p.is_relative_to(w) for w in writable)]
     elsewhere = [p for p in _outermost(p for p in readable if p not in inside_writable)

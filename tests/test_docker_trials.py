@@ -1,0 +1,166 @@
+"""Trials in the `docker` sandbox on a real engine (scripts/docker_engine.sh starts one for `make test`): a replay
+trial whose row and files have the shape of a local one, and the REAL codex and claude CLIs inside the container
+against the scripted model servers on the host's loopback (relayed in: the container keeps its --internal network
+and never holds the key), for a build task graded by the real grader and for a usage task whose calls land in the
+world. Skipped, with the reason, where no engine or sandbox image is reachable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from mcp_evals_pipeline.contracts.transcript import read_transcript
+from mcp_evals_pipeline.models import AGENT_PINS
+from mcp_evals_pipeline.sandbox.base import SandboxError
+from mcp_evals_pipeline.sandbox.docker_backend import DockerConfig, DockerSandbox
+from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.tasks.catalog import get_task
+from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_key
+from mcp_evals_pipeline.usage.proxy import read_events, tool_calls
+
+from .conftest import TASKS
+from .support.key_probe import CLEAN
+from .support.messages_server import ScriptedMessages
+from .support.responses_server import ScriptedResponses
+from .test_claude_agent import USAGE_SCRIPTS as CLAUDE_USAGE
+from .test_claude_agent import USAGE_TASK
+from .test_claude_agent import session as claude_session
+from .test_codex_agent import USAGE_SCRIPTS as CODEX_USAGE
+from .test_codex_agent import session_writing as codex_session
+from .test_docker_config import ENGINE_IMAGE, _engine_skip_reason
+
+_SKIP = _engine_skip_reason()
+pytestmark = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
+
+TASK_ID = "py-v4-01-basic-tool-server"
+
+
+def _shape(value: object) -> object:
+    """A record's shape: its keys, nested, and which values are set (not what they are)."""
+    if isinstance(value, dict):
+        return {k: _shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape(v) for v in value[:1]]
+    return value is not None
+
+
+def _files(trial_dir: Path) -> set[str]:
+    return {p.relative_to(trial_dir).as_posix() for p in trial_dir.rglob("*")
+            if p.is_file() and "workspace" not in p.relative_to(trial_dir).parts}
+
+
+def test_a_replay_trial_in_docker_has_the_row_and_files_of_a_local_one(tmp_path: Path) -> None:
+    records = {}
+    for backend in ("local", "docker"):
+        records[backend] = run_trial(
+            TrialSpec(task_id=TASK_ID, condition="noskill+blank", trial=2, batch_date="2026-11-30", agent="replay",
+                      sandbox=backend), store=TrialStore(tmp_path / backend / "evals.duckdb"),
+            results_root=tmp_path / backend / "runs")
+    local, docker = records["local"], records["docker"]
+    assert docker.sandbox == "docker" and docker.valid, docker.error
+    assert "read-only root" in (docker.isolation or "") and "internal bridge, no egress" in (docker.isolation or "")
+    assert (docker.grade.contract_pass, docker.grade.failure_code) == (local.grade.contract_pass,
+                                                                       local.grade.failure_code)
+    assert [c.id for c in docker.grade.checks] == [c.id for c in local.grade.checks]
+    dirs = {b: tmp_path / b / "runs" / r.run_id / "trials" / r.trial_name for b, r in records.items()}
+    assert _files(dirs["docker"]) == _files(dirs["local"])
+    shapes = {b: _shape(json.loads((d / "trial.json").read_text())) for b, d in dirs.items()}
+    assert shapes["docker"] == shapes["local"]
+    rows = {}
+    for backend in records:
+        with duckdb.connect(str(tmp_path / backend / "evals.duckdb"), read_only=True) as con:
+            cursor = con.execute("SELECT * FROM trials")
+            rows[backend] = dict(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))
+    assert {k: v is None for k, v in rows["docker"].items()} == {k: v is None for k, v in rows["local"].items()}
+    assert rows["docker"]["sandbox"] == "docker"
+    workspace = dirs["docker"] / "workspace"
+    assert workspace.stat().st_uid == dirs["local"].joinpath("workspace").stat().st_uid  # handed back at close
+
+
+@pytest.mark.parametrize(("server", "passes"), [("golden", True), ("negatives/wrong-sum", False)])
+def test_codex_in_a_container_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 server: str, passes: bool) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.delenv("CODEX_API_KEY", raising=False)
+    source = TASKS / TASK_ID / server
+    runs = tmp_path / "runs"
+    with ScriptedResponses(codex_session(source)) as api:
+        record = run_trial(TrialSpec(task_id=TASK_ID, condition="noskill+blank", trial=1, batch_date="2026-11-30",
+                                     agent="codex", skip_judge=True, time_budget_s=180.0, sandbox="docker",
+                                     options={"base_url": api.base_url, "max_retries": 1}),
+                           store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
+    assert record.sandbox == "docker" and "internal bridge, no egress" in (record.isolation or "")
+    assert record.valid, record.error
+    assert record.grade.contract_pass is passes, record.grade.failure_code
+    assert record.perf.turns == 4 and len(api.requests) == 4
+    assert api.headers[0]["authorization"] == "Bearer test-key"  # added by the host's key proxy
+    trial_dir = runs / record.run_id / "trials" / record.trial_name
+    probe = [e for e in read_transcript(trial_dir / "transcript.jsonl") if e.type == "tool_result"][2]
+    assert CLEAN in (probe.text or ""), probe.text  # no key in the container: not in codex's environment, nor a file
+    assert (trial_dir / "workspace" / "server.py").read_text().strip() == (source / "server.py").read_text().strip()
+
+
+def test_claude_in_a_container_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    task = get_task(TASK_ID, TASKS)
+    model = AGENT_PINS["claude"].model or "claude-sonnet-5"
+    runs = tmp_path / "runs"
+    trial_dir = runs / run_id_for("2026-11-30", "claude", model) / "trials" / trial_key(TASK_ID, "noskill+blank", 1)
+    workspace = (trial_dir / "workspace").resolve()
+    with ScriptedMessages(claude_session(task.dir / "golden", workspace)) as api:
+        record = run_trial(TrialSpec(task_id=TASK_ID, condition="noskill+blank", trial=1, batch_date="2026-11-30",
+                                     agent="claude", skip_judge=True, time_budget_s=180, sandbox="docker",
+                                     options={"base_url": api.base_url}),
+                           store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
+    assert record.sandbox == "docker" and record.valid, record.error
+    assert record.grade.contract_pass, record.grade.failure_code
+    assert all(r.headers.get("x-api-key") == "test-anthropic-key" for r in api.agent_requests)
+    probe = next(e for e in read_transcript(trial_dir / "transcript.jsonl") if e.type == "tool_result")
+    assert CLEAN in (probe.text or ""), probe.text
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_a_cli_in_a_container_reaches_a_usage_tasks_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           agent: str) -> None:
+    """The recording proxy on the host's loopback is relayed into the container like the model endpoint; the CLI's
+    calls of the server's tools land in the world."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    runs = tmp_path / "runs"
+    api: ScriptedResponses | ScriptedMessages = (ScriptedResponses(list(CODEX_USAGE["pass"])) if agent == "codex"
+                                                 else ScriptedMessages(list(CLAUDE_USAGE["pass"])))
+    with api:
+        record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="bare", trial=1, batch_date="2026-11-30",
+                                     agent=agent, skip_judge=True, time_budget_s=180.0, sandbox="docker",
+                                     options={"base_url": api.base_url, "max_retries": 1}),
+                           store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
+    assert record.sandbox == "docker" and record.valid, record.error
+    assert record.grade.contract_pass, record.grade.checks
+    calls = tool_calls(read_events(runs / record.run_id / "trials" / record.trial_name / "mcp-calls.jsonl"))
+    assert [c.tool for c in calls] == ["find_apps", "restart_app"]
+
+
+def test_a_private_dir_and_the_tools_in_a_container(tmp_path: Path) -> None:
+    from mcp_evals_pipeline.paths import cache_dir
+
+    box = DockerSandbox(tmp_path / "ws", config=DockerConfig(image=ENGINE_IMAGE, memory="512m"))
+    try:
+        private = box.private_dir("agent-")
+        assert not private.is_relative_to(box.workspace)
+        (private / "key").write_text("secret\n")
+        done = box.run(f"cat {private}/key && touch {private}/written && id -u", 30)
+        assert done.exit_code == 0 and "secret" in done.output and "65532" in done.output, done.output
+        tools = cache_dir() / "agent-clis"
+        listed = box.run(f"ls {tools} >/dev/null && touch {tools}/x", 30)
+        assert listed.exit_code != 0 and "Read-only file system" in listed.output, listed.output
+        with pytest.raises(SandboxError, match="no egress"):
+            box.allow_endpoint("https://api.openai.com/v1")  # only the host's loopback is relayed in
+    finally:
+        box.close()
+    assert not private.exists()
