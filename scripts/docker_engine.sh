@@ -3,8 +3,10 @@
 #
 #   scripts/docker_engine.sh up        start the engine unless it already answers; prints `export DOCKER_HOST=...`
 #   scripts/docker_engine.sh down      stop it
-#   scripts/docker_engine.sh images    build the base and sandbox images unless their content tags exist
-#   scripts/docker_engine.sh run CMD   up + images, CMD with DOCKER_HOST and MCP_EVALS_DOCKER_IMAGE set, then down
+#   scripts/docker_engine.sh images    build the base, sandbox and run-worker images unless their content tags
+#                                      exist; prints the sandbox image
+#   scripts/docker_engine.sh run CMD   up + images, CMD with DOCKER_HOST, MCP_EVALS_DOCKER_IMAGE and
+#                                      MCP_EVALS_PIPELINE_IMAGE (the run worker's) set, then down
 #                                      (only if this call started it); CMD's exit code. Without root, Debian's
 #                                      packages or a working engine, CMD runs as it is (docker tests then skip).
 #
@@ -101,6 +103,29 @@ down() {
 hash_of() { cat "$@" | sha256sum | cut -c1-12; }
 base_tag() { echo "mcp-evals-base:bookworm-$(hash_of "$REPO/scripts/docker_trial.sh")"; }
 image_tag() { echo "mcp-evals-sandbox:$(printf '%s\n' "$(base_tag)" | cat - "$REPO/docker/Dockerfile" | sha256sum | cut -c1-12)"; }
+pipeline_tag() {
+    echo "mcp-evals-pipeline:$(printf '%s\n' "$(base_tag)" | cat - "$REPO/docker/pipeline.Dockerfile" \
+        "$REPO/pyproject.toml" "$REPO/uv.lock" | sha256sum | cut -c1-12)"
+}
+
+# The run worker's image (docker/pipeline.Dockerfile): the locked dependencies, from the same base.
+pipeline_image() {
+    local tag ctx
+    tag="$(pipeline_tag)"
+    if ! docker image inspect "$tag" >/dev/null 2>&1; then
+        log "building $tag"
+        ctx="$(mktemp -d /tmp/docker-ctx-XXXXXX)"
+        cp "$REPO/docker/pipeline.Dockerfile" "$REPO/pyproject.toml" "$REPO/uv.lock" "$ctx/"
+        mkdir -p "$ctx/extra-ca"  # the host's CA bundle, as docker_trial.sh gives the sandbox image
+        local bundle="${EXTRA_CA_BUNDLE:-${NODE_EXTRA_CA_CERTS:-${SSL_CERT_FILE:-}}}"
+        if [ -n "$bundle" ] && [ -f "$bundle" ]; then cp "$bundle" "$ctx/extra-ca/host-bundle.crt"; fi
+        DOCKER_BUILDKIT=0 docker build --network host --force-rm --build-arg BASE_IMAGE="$(base_tag)" \
+            -f "$ctx/pipeline.Dockerfile" -t "$tag" "$ctx" >&2 || { rm -rf "$ctx"; return 1; }
+        rm -rf "$ctx"
+    fi
+    docker tag "$tag" mcp-evals-pipeline:dev
+    echo "$tag"
+}
 
 images() {
     local base image
@@ -108,15 +133,18 @@ images() {
     image="$(image_tag)"
     if docker image inspect "$image" >/dev/null 2>&1; then
         docker tag "$image" mcp-evals-sandbox:dev
+        pipeline_image >/dev/null
         echo "$image"
         return 0
     fi
     log "building $image (base $base): minutes on a cold machine"
     BASE_IMAGE="$base" IMAGE="$image" ROOTFS_DIR="$ROOT/rootfs" "$REPO/scripts/docker_trial.sh" image >&2
     docker tag "$image" mcp-evals-sandbox:dev
+    pipeline_image >/dev/null
     # Superseded builds go (on vfs every layer is a full copy: gigabytes each).
     docker images --format '{{.Repository}}:{{.Tag}}' \
-        | grep -E '^mcp-evals-(sandbox|base):' | grep -vxF -e "$image" -e "$base" -e mcp-evals-sandbox:dev \
+        | grep -E '^mcp-evals-(sandbox|base|pipeline):' \
+        | grep -vxF -e "$image" -e "$base" -e "$(pipeline_tag)" -e mcp-evals-sandbox:dev -e mcp-evals-pipeline:dev \
         | xargs -r docker rmi >/dev/null 2>&1 || true
     docker image prune -f >/dev/null 2>&1 || true
     echo "$image"
@@ -131,7 +159,7 @@ run() {
         image="$(images)" || { log "the sandbox image could not be built: docker tests will skip"; image=""; }
     fi
     if [ -n "$image" ]; then
-        MCP_EVALS_DOCKER_IMAGE="$image" "$@" || status=$?
+        MCP_EVALS_DOCKER_IMAGE="$image" MCP_EVALS_PIPELINE_IMAGE="$(pipeline_tag)" "$@" || status=$?
     else
         env -u DOCKER_HOST "$@" || status=$?
     fi

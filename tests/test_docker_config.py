@@ -142,6 +142,7 @@ def test_the_image_pins_no_agent_cli_of_its_own() -> None:
 
 def test_dockerfile_uv_matches_the_projects_uv_range() -> None:
     uv = _args(DOCKERFILE.read_text())["UV_VERSION"]
+    assert _args((REPO / "docker" / "pipeline.Dockerfile").read_text())["UV_VERSION"] == uv  # the run worker's too
     pyproject = (REPO / "pyproject.toml").read_text()
     low, high = re.search(r'"uv>=([\d.]+),<([\d.]+)"', pyproject).groups()  # type: ignore[union-attr]
     as_tuple = lambda v: tuple(int(p) for p in v.split("."))  # noqa: E731
