@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.contracts.transcript import read_transcript
 from mcp_evals_pipeline.models import AGENT_PINS
 from mcp_evals_pipeline.paths import cache_dir
@@ -51,21 +52,20 @@ def hardened_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_EVALS_SANDBOX_NET", "proxy")
 
 
-@needs_box
-@pytest.mark.parametrize(("server", "passes"), CASES)
-def test_codex_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          server: str, passes: bool) -> None:
+def boxed_codex_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: str, passes: bool,
+                      sandbox: str) -> TrialRecord:
+    """The real codex CLI in a box (`sandbox`) builds `server` as scripted; the real grader grades it. Checks what
+    every box must hold (the key only on the host, the workspace as written) and returns the record."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.delenv("CODEX_API_KEY", raising=False)
     source = TASKS / TASK_ID / server
     runs = tmp_path / "runs"
     with ScriptedResponses(codex_session(source)) as api:
         record = run_trial(TrialSpec(task_id=TASK_ID, condition="noskill+blank", trial=1, batch_date="2026-11-30",
-                                     agent="codex", skip_judge=True, time_budget_s=120.0, sandbox="hardened",
+                                     agent="codex", skip_judge=True, time_budget_s=180.0, sandbox=sandbox,
                                      options={"base_url": api.base_url, "max_retries": 1}),
                            store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
-    assert record.sandbox == "hardened" and "net=proxy" in (record.isolation or "")
-    assert record.valid, record.error
+    assert record.sandbox == sandbox and record.valid, record.error
     assert record.grade.contract_pass is passes, record.grade.failure_code
     if not passes:
         assert record.grade.failure_code == "contract.calls"
@@ -77,12 +77,20 @@ def test_codex_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkey
     workspace = runs / record.run_id / "trials" / record.trial_name / "workspace"
     assert (workspace / "server.py").read_text().strip() == (source / "server.py").read_text().strip()
     assert workspace.stat().st_uid == 0  # handed back to its owner at close
+    return record
 
 
 @needs_box
 @pytest.mark.parametrize(("server", "passes"), CASES)
-def test_claude_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                           server: str, passes: bool) -> None:
+def test_codex_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          server: str, passes: bool) -> None:
+    record = boxed_codex_trial(tmp_path, monkeypatch, server, passes, "hardened")
+    assert "net=proxy" in (record.isolation or "")
+
+
+def boxed_claude_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: str, passes: bool,
+                       sandbox: str) -> TrialRecord:
+    """The real claude CLI in a box (`sandbox`), as boxed_codex_trial."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
@@ -93,11 +101,10 @@ def test_claude_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monke
     workspace = (trial_dir / "workspace").resolve()
     with ScriptedMessages(claude_session(task.dir / server, workspace)) as api:
         record = run_trial(TrialSpec(task_id=TASK_ID, condition="noskill+blank", trial=1, batch_date="2026-11-30",
-                                     agent="claude", skip_judge=True, time_budget_s=120, sandbox="hardened",
+                                     agent="claude", skip_judge=True, time_budget_s=180, sandbox=sandbox,
                                      options={"base_url": api.base_url}),
                            store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
-    assert record.sandbox == "hardened" and "net=proxy" in (record.isolation or "")
-    assert record.valid, record.error
+    assert record.sandbox == sandbox and record.valid, record.error
     assert record.grade.contract_pass is passes, record.grade.failure_code
     assert (record.perf.turns, record.perf.tool_calls) == (4, 4)
     assert len(api.agent_requests) == 4
@@ -106,6 +113,15 @@ def test_claude_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monke
     assert CLEAN in (probe.text or ""), probe.text  # no key inside the box: not in claude's environment, nor a file
     assert (workspace / "server.py").read_text() == (task.dir / server / "server.py").read_text()
     assert not (workspace / ".claude").exists()
+    return record
+
+
+@needs_box
+@pytest.mark.parametrize(("server", "passes"), CASES)
+def test_claude_in_the_hardened_sandbox_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           server: str, passes: bool) -> None:
+    record = boxed_claude_trial(tmp_path, monkeypatch, server, passes, "hardened")
+    assert "net=proxy" in (record.isolation or "")
 
 
 @needs_box
@@ -156,12 +172,9 @@ def test_an_allow_list_entry_with_a_port_allows_exactly_that_port() -> None:
     assert is_allowed("api.openai.com", 443, allowed) and not is_allowed("api.openai.com", 8080, allowed)
 
 
-@needs_box
-@pytest.mark.parametrize("agent", ["codex", "claude"])
-def test_a_cli_in_the_hardened_sandbox_reaches_a_usage_tasks_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    agent: str) -> None:
-    """A usage trial with the CLI boxed (net=proxy): the recording proxy on the host's loopback is relayed into the
-    box like the model endpoint, and the CLI's calls of the server's tools land in the world."""
+def boxed_usage_trial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent: str, sandbox: str) -> TrialRecord:
+    """A usage trial with the CLI boxed: the recording proxy on the host's loopback is relayed into the box like the
+    model endpoint, and the CLI's calls of the server's tools land in the world."""
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
@@ -172,11 +185,19 @@ def test_a_cli_in_the_hardened_sandbox_reaches_a_usage_tasks_server(tmp_path: Pa
         api = ScriptedMessages(list(CLAUDE_USAGE["pass"]))
     with api:
         record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="bare", trial=1, batch_date="2026-11-30",
-                                     agent=agent, skip_judge=True, time_budget_s=120.0, sandbox="hardened",
+                                     agent=agent, skip_judge=True, time_budget_s=180.0, sandbox=sandbox,
                                      options={"base_url": api.base_url, "max_retries": 1}),
                            store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
-    assert record.sandbox == "hardened" and "net=proxy" in (record.isolation or "")
-    assert record.valid, record.error
+    assert record.sandbox == sandbox and record.valid, record.error
     assert record.grade.contract_pass, record.grade.checks
     calls = tool_calls(read_events(runs / record.run_id / "trials" / record.trial_name / "mcp-calls.jsonl"))
     assert [c.tool for c in calls] == ["find_apps", "restart_app"]
+    return record
+
+
+@needs_box
+@pytest.mark.parametrize("agent", ["codex", "claude"])
+def test_a_cli_in_the_hardened_sandbox_reaches_a_usage_tasks_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    agent: str) -> None:
+    record = boxed_usage_trial(tmp_path, monkeypatch, agent, "hardened")
+    assert "net=proxy" in (record.isolation or "")

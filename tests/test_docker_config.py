@@ -351,7 +351,8 @@ def test_without_the_sdk_the_module_loads_and_opening_says_why(tmp_path: Path,
 ENGINE_IMAGE = os.environ.get("MCP_EVALS_DOCKER_IMAGE") or "mcp-evals-sandbox:dev"
 
 
-def _engine_skip_reason() -> str | None:
+def _engine_skip_reason(image: str = ENGINE_IMAGE, what: str = "sandbox image") -> str | None:
+    """Why the tests that need a real engine and `image` cannot run here (None: they can)."""
     try:
         import docker
     except ImportError:
@@ -362,9 +363,9 @@ def _engine_skip_reason() -> str | None:
     except Exception as exc:
         return f"no Docker engine reachable ({type(exc).__name__}); start dockerd or set DOCKER_HOST"
     try:
-        client.images.get(ENGINE_IMAGE)
+        client.images.get(image)
     except Exception:
-        return f"sandbox image {ENGINE_IMAGE!r} not built (scripts/docker_trial.sh image)"
+        return f"{what} {image!r} not built (scripts/docker_engine.sh images)"
     return None
 
 

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from .conftest import REPO
+from .test_docker_config import _engine_skip_reason
 
 BATCH = "2026-11-30"
 CASE = "usage-ops-v2-01-restart-by-id"
@@ -32,22 +33,7 @@ TRIAL = f"{CASE}--bare--t1"
 PIPELINE_IMAGE = os.environ.get("MCP_EVALS_PIPELINE_IMAGE") or "mcp-evals-pipeline:dev"
 
 
-def _skip_reason() -> str | None:
-    try:
-        import docker
-
-        client = docker.from_env(timeout=5)
-        client.ping()
-    except Exception as exc:
-        return f"no Docker engine reachable ({type(exc).__name__}); start dockerd or set DOCKER_HOST"
-    try:
-        client.images.get(PIPELINE_IMAGE)
-    except Exception:
-        return f"run-worker image {PIPELINE_IMAGE!r} not built (scripts/docker_engine.sh images)"
-    return None
-
-
-_SKIP = _skip_reason()
+_SKIP = _engine_skip_reason(PIPELINE_IMAGE, "run-worker image")
 pytestmark = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
 
 

@@ -12,30 +12,16 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from mcp_evals_pipeline.contracts.transcript import read_transcript
-from mcp_evals_pipeline.models import AGENT_PINS
 from mcp_evals_pipeline.sandbox.base import SandboxError
 from mcp_evals_pipeline.sandbox.docker_backend import DockerConfig, DockerSandbox
 from mcp_evals_pipeline.store import TrialStore
-from mcp_evals_pipeline.tasks.catalog import get_task
-from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_key
-from mcp_evals_pipeline.usage.proxy import read_events, tool_calls
+from mcp_evals_pipeline.trials import TrialSpec, run_trial
 
-from .conftest import TASKS
-from .support.key_probe import CLEAN
-from .support.messages_server import ScriptedMessages
-from .support.responses_server import ScriptedResponses
-from .test_claude_agent import USAGE_SCRIPTS as CLAUDE_USAGE
-from .test_claude_agent import USAGE_TASK
-from .test_claude_agent import session as claude_session
-from .test_codex_agent import USAGE_SCRIPTS as CODEX_USAGE
-from .test_codex_agent import session_writing as codex_session
+from .test_cli_agents_hardened import CASES, TASK_ID, boxed_claude_trial, boxed_codex_trial, boxed_usage_trial
 from .test_docker_config import ENGINE_IMAGE, _engine_skip_reason
 
 _SKIP = _engine_skip_reason()
 pytestmark = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
-
-TASK_ID = "py-v4-01-basic-tool-server"
 
 
 def _shape(value: object) -> object:
@@ -80,70 +66,23 @@ def test_a_replay_trial_in_docker_has_the_row_and_files_of_a_local_one(tmp_path:
     assert workspace.stat().st_uid == dirs["local"].joinpath("workspace").stat().st_uid  # handed back at close
 
 
-@pytest.mark.parametrize(("server", "passes"), [("golden", True), ("negatives/wrong-sum", False)])
+@pytest.mark.parametrize(("server", "passes"), CASES)
 def test_codex_in_a_container_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  server: str, passes: bool) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.delenv("CODEX_API_KEY", raising=False)
-    source = TASKS / TASK_ID / server
-    runs = tmp_path / "runs"
-    with ScriptedResponses(codex_session(source)) as api:
-        record = run_trial(TrialSpec(task_id=TASK_ID, condition="noskill+blank", trial=1, batch_date="2026-11-30",
-                                     agent="codex", skip_judge=True, time_budget_s=180.0, sandbox="docker",
-                                     options={"base_url": api.base_url, "max_retries": 1}),
-                           store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
-    assert record.sandbox == "docker" and "internal bridge, no egress" in (record.isolation or "")
-    assert record.valid, record.error
-    assert record.grade.contract_pass is passes, record.grade.failure_code
-    assert record.perf.turns == 4 and len(api.requests) == 4
-    assert api.headers[0]["authorization"] == "Bearer test-key"  # added by the host's key proxy
-    trial_dir = runs / record.run_id / "trials" / record.trial_name
-    probe = [e for e in read_transcript(trial_dir / "transcript.jsonl") if e.type == "tool_result"][2]
-    assert CLEAN in (probe.text or ""), probe.text  # no key in the container: not in codex's environment, nor a file
-    assert (trial_dir / "workspace" / "server.py").read_text().strip() == (source / "server.py").read_text().strip()
+    record = boxed_codex_trial(tmp_path, monkeypatch, server, passes, "docker")
+    assert "internal bridge, no egress" in (record.isolation or "")  # the key proxy reached over the relay
 
 
-def test_claude_in_a_container_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key")
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    task = get_task(TASK_ID, TASKS)
-    model = AGENT_PINS["claude"].model or "claude-sonnet-5"
-    runs = tmp_path / "runs"
-    trial_dir = runs / run_id_for("2026-11-30", "claude", model) / "trials" / trial_key(TASK_ID, "noskill+blank", 1)
-    workspace = (trial_dir / "workspace").resolve()
-    with ScriptedMessages(claude_session(task.dir / "golden", workspace)) as api:
-        record = run_trial(TrialSpec(task_id=TASK_ID, condition="noskill+blank", trial=1, batch_date="2026-11-30",
-                                     agent="claude", skip_judge=True, time_budget_s=180, sandbox="docker",
-                                     options={"base_url": api.base_url}),
-                           store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
-    assert record.sandbox == "docker" and record.valid, record.error
-    assert record.grade.contract_pass, record.grade.failure_code
-    assert all(r.headers.get("x-api-key") == "test-anthropic-key" for r in api.agent_requests)
-    probe = next(e for e in read_transcript(trial_dir / "transcript.jsonl") if e.type == "tool_result")
-    assert CLEAN in (probe.text or ""), probe.text
+@pytest.mark.parametrize(("server", "passes"), CASES)
+def test_claude_in_a_container_grades_as_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  server: str, passes: bool) -> None:
+    boxed_claude_trial(tmp_path, monkeypatch, server, passes, "docker")
 
 
 @pytest.mark.parametrize("agent", ["codex", "claude"])
 def test_a_cli_in_a_container_reaches_a_usage_tasks_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            agent: str) -> None:
-    """The recording proxy on the host's loopback is relayed into the container like the model endpoint; the CLI's
-    calls of the server's tools land in the world."""
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    runs = tmp_path / "runs"
-    api: ScriptedResponses | ScriptedMessages = (ScriptedResponses(list(CODEX_USAGE["pass"])) if agent == "codex"
-                                                 else ScriptedMessages(list(CLAUDE_USAGE["pass"])))
-    with api:
-        record = run_trial(TrialSpec(task_id=USAGE_TASK, condition="bare", trial=1, batch_date="2026-11-30",
-                                     agent=agent, skip_judge=True, time_budget_s=180.0, sandbox="docker",
-                                     options={"base_url": api.base_url, "max_retries": 1}),
-                           store=TrialStore(tmp_path / "evals.duckdb"), results_root=runs)
-    assert record.sandbox == "docker" and record.valid, record.error
-    assert record.grade.contract_pass, record.grade.checks
-    calls = tool_calls(read_events(runs / record.run_id / "trials" / record.trial_name / "mcp-calls.jsonl"))
-    assert [c.tool for c in calls] == ["find_apps", "restart_app"]
+    boxed_usage_trial(tmp_path, monkeypatch, agent, "docker")
 
 
 def test_a_private_dir_and_the_tools_in_a_container(tmp_path: Path) -> None:
