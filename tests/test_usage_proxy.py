@@ -91,7 +91,7 @@ def test_every_exchange_is_recorded_and_confirmations_are_declined(server: str, 
 
     async def session() -> dict[str, object]:
         async with recording_proxy(server, record) as proxy, mcp_client(proxy.url) as client:
-            seen: dict[str, object] = {"instructions": client.instructions,
+            seen: dict[str, object] = {"instructions": (client.instructions, proxy.server_instructions),
                                        "tools": [t.name for t in (await client.list_tools()).tools]}
             seen["restart"] = result_text(await client.call_tool("restart_project", {"project": "shop"}))
             seen["after"] = result_text(await client.call_tool("restarted", {}))
@@ -104,7 +104,8 @@ def test_every_exchange_is_recorded_and_confirmations_are_declined(server: str, 
             return seen
 
     seen = anyio.run(session)
-    assert seen["instructions"] == "Ask before acting."  # the server's own, relayed
+    # The server's own instructions are read, never relayed: a usage condition decides whether the model gets them.
+    assert seen["instructions"] == (None, "Ask before acting.")
     assert seen["tools"] == ["restart_project", "restarted", "broken"]
     assert seen["restart"] == "not restarted: the user answered decline"  # the proxy said no
     assert seen["after"] == "nothing"
