@@ -99,6 +99,8 @@ def test_a_trial_and_its_models_run_in_run_worker_containers(tmp_path: Path, mon
     results.mkdir()
     (home / "dagster.yaml").write_text(yaml.safe_dump(_instance_yaml(home, results)))
     client = docker.from_env()
+    with dg.DagsterInstance.from_config(str(home)) as instance:  # its SQLite schema, before two processes race on it
+        instance.get_runs(limit=1)
     daemon_log = tmp_path / "daemon.log"
     with open(daemon_log, "wb") as out:
         daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m",
