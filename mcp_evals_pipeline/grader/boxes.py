@@ -11,6 +11,14 @@ Fail closed: when no box can be made here, agent-written code does not run: the 
 is `infra.sandbox` with the reason. `MCP_EVALS_UNSAFE_UNBOXED_GRADING=1` is the loud opt-out for debugging: the
 steps then run on the host with a sanitized environment (and the record says so). `MCP_EVALS_GRADER_BOX=0`
 disables the boxes (what a host without bubblewrap gets; tests use it to prove the fail-closed path).
+
+`MCP_EVALS_GRADER_BOX=docker`: the same boxes as containers of the sandbox image (sandbox/docker_backend.py) on the
+engine at DOCKER_HOST, for a host where a Docker engine is the isolation on offer: a step runs in a container with
+a read-only root, the grading's scratch the only writable mount, the runtime read-only at its own path, no network
+(installs reach the registries through the same egress proxy, relayed over a unix socket), every capability
+dropped, no-new-privileges, uid nobody, memory and pids limits; the server runs in a container of its own
+(sandbox/server_box.py). The sandbox image must share the host's C library (both are Debian bookworm here): the
+runtimes are the host's, mounted.
 """
 
 from __future__ import annotations
@@ -21,6 +29,10 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp_evals_pipeline.sandbox.base import Sandbox
 
 UNBOXED_ENV = "MCP_EVALS_UNSAFE_UNBOXED_GRADING"
 SWITCH_ENV = "MCP_EVALS_GRADER_BOX"
@@ -37,6 +49,12 @@ def unboxed_allowed() -> bool:
 
 def boxes_enabled() -> bool:
     return os.environ.get(SWITCH_ENV, "1") != "0"
+
+
+def box_kind() -> str:
+    """bwrap (the default) | docker | off (MCP_EVALS_GRADER_BOX=0)."""
+    value = os.environ.get(SWITCH_ENV, "1").strip().lower()
+    return "off" if value == "0" else "docker" if value == "docker" else "bwrap"
 
 
 def refuse(why: str) -> NoBox:
@@ -66,10 +84,10 @@ class StepBox:
             self.description = UNBOXED
             return
         from mcp_evals_pipeline.sandbox.base import SandboxError
-        from mcp_evals_pipeline.sandbox.hardened import HardenedSandbox
 
         try:
-            self._sandbox = HardenedSandbox(root, net=net, ro_paths=ro_paths, ro_binds=ro_binds, pids=1024)
+            self._sandbox = _docker_box(root, net, ro_paths, ro_binds) if box_kind() == "docker" else \
+                _bwrap_box(root, net, ro_paths, ro_binds)
         except SandboxError as exc:
             if not unboxed_allowed():
                 raise refuse(str(exc)) from exc
@@ -94,8 +112,26 @@ class StepBox:
         return StepResult(None if result.timed_out else result.exit_code, result.output)
 
     def close(self) -> None:
-        """Kills everything the steps left running (the box's pid namespace) and hands the files back."""
+        """Kills everything the steps left running (the box's pid namespace, or its container) and hands the files
+        back."""
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
 
+
+
+PIDS = 1024  # npm and uv run many workers; a fork bomb still stops here
+
+
+def _bwrap_box(root: Path, net: str, ro_paths: list[Path], ro_binds: list[tuple[Path, Path]]) -> Sandbox:
+    from mcp_evals_pipeline.sandbox.hardened import HardenedSandbox
+
+    return HardenedSandbox(root, net=net, ro_paths=ro_paths, ro_binds=ro_binds, pids=PIDS)
+
+
+def _docker_box(root: Path, net: str, ro_paths: list[Path], ro_binds: list[tuple[Path, Path]]) -> Sandbox:
+    """A container with no network at all (net=proxy: the egress proxy over the io mount, nothing else)."""
+    from mcp_evals_pipeline.sandbox.docker_backend import DockerSandbox, grading_config
+
+    binds = tuple((p, p, "ro") for p in ro_paths) + tuple((src, dst, "ro") for src, dst in ro_binds)
+    return DockerSandbox(root, config=grading_config(pids=PIDS), binds=binds, egress=net == "proxy")

@@ -284,8 +284,10 @@ class Grading:
         """Close the session, kill the server tree, collect its output; on every path."""
         output = None
         if self.proc is not None:
+            from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
             # Kill first: closing the session against a dead server fails fast, against a hung one it could hang.
-            procs.kill_tree(self.proc)
+            server_box.stop(self.proc)
             output = procs.tail(self.scratch / "server.log", SERVER_OUTPUT_CHARS)
         with contextlib.suppress(Exception):
             await self.stack.aclose()
@@ -425,16 +427,15 @@ class Grading:
             cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
                    else self.runtime.default_start_command(self.installation, self.entry))
             inst = self.installation
-            self._env(port)  # HOME and TMPDIR exist before they are handed to the server's uid
+            env = {**self._env(port), **extra_env}  # HOME and TMPDIR exist before they are handed to the server's uid
             box, self.box = server_box.prefix(
                 readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
                 writable=[self._run_dir(), self.scratch / "home", self.scratch / "tmp"], ro_binds=inst.ro_binds,
-                cwd=self._run_dir())
+                cwd=self._run_dir(), env_names=env)
             self.work.isolation["start"] = self.box
             cmd = [*box, *cmd]
             try:
-                self.proc = procs.spawn(cmd, cwd=self._run_dir(), env={**self._env(port), **extra_env},
-                                        log_path=self.scratch / "server.log")
+                self.proc = procs.spawn(cmd, cwd=self._run_dir(), env=env, log_path=self.scratch / "server.log")
             except OSError as exc:
                 raise StepFailed(f"could not launch {' '.join(cmd)}: {exc}") from exc
             if await self._until_listening(port, rel, last_attempt=attempt == START_ATTEMPTS):
@@ -450,12 +451,17 @@ class Grading:
         and released can go to another trial's server or fake before ours binds it). False when ours exited
         because another process holds that port (not the workspace's fault: the caller starts it again on
         another port; a host that keeps taking them is infra); StepFailed for everything else."""
+        from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
         assert self.proc is not None
         timeout = self.contract.start_timeout_seconds
         started = time.monotonic()
         foreign_since: float | None = None
         while True:
             if self.proc.poll() is not None:
+                if server_box.box_failed(self.proc):
+                    raise InfraFailure(Infra.SANDBOX, "the server's container could not start: "
+                                       + clip(procs.tail(self.scratch / "server.log", 800).strip(), 800))
                 if any(procs.can_connect(h, port) for h in ("127.0.0.1", "::1")):  # lost the port to another process
                     if not last_attempt:
                         return False
@@ -465,7 +471,8 @@ class Grading:
                 raise StepFailed(f"entry {rel} exited with code {self.proc.returncode} before listening on "
                                  f"PORT={port}: {clip(output, 800)}")
             now = time.monotonic()
-            ours = procs.listening_ports(self.proc.pid)
+            pid = server_box.server_pid(self.proc)
+            ours = procs.listening_ports(pid) if pid is not None else set()
             if port in ours:
                 return True
             elsewhere = ours - {port}

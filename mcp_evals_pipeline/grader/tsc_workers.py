@@ -14,7 +14,8 @@ toolchain are cached (they cannot differ between jobs), and every other file get
 
 Trust. Any trouble with a worker (it cannot start, crashes, answers garbage) costs speed, not a verdict: the caller
 falls back to the one-shot tsc, which stays the reference. A job that runs past the timeout kills its worker and
-times out as tsc would. MCP_EVALS_TSC_WORKERS=0 turns workers off; workers are per process and die with it.
+times out as tsc would. MCP_EVALS_TSC_WORKERS=0 turns workers off (as MCP_EVALS_GRADER_BOX=docker does); workers
+are per process and die with it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ SCRIPT = Path(__file__).with_name("tsc_worker.cjs")
 
 
 def max_workers() -> int:
+    from mcp_evals_pipeline.grader.boxes import box_kind
+
+    if box_kind() == "docker":  # the workers are bwrap boxes; docker grading runs the one-shot tsc in its box
+        return 0
     try:
         return max(0, int(os.environ.get(WORKERS_ENV, "4")))
     except ValueError:

@@ -41,13 +41,13 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError, chown_tree, tool_dirs
-from mcp_evals_pipeline.sandbox.egress import FORWARDER, PortRelay
+from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay, proxy_env
 
 OUTPUT_LIMIT = 30_000
 LABEL = "mcp-evals.sandbox"
@@ -127,6 +127,14 @@ class DockerConfig:
                 f"no-new-privileges, user {self.user})")
 
 
+NOBODY_USER = "65534:65534"  # grading's boxes: the uid the bwrap boxes use (sandbox/hardened.NOBODY)
+
+
+def grading_config(pids: int) -> DockerConfig:
+    """The container of a grading box: the operator's image and limits, no network, uid nobody."""
+    return replace(DockerConfig.from_env(), network="none", user=NOBODY_USER, pids=pids, mounts=())
+
+
 def container_env(workspace: Path, extra: dict[str, str] | None) -> dict[str, str]:
     """The container's whole environment: the sanitized set of the local backend with HOME/TMPDIR on the tmpfs
     and the image's tools first on PATH."""
@@ -142,11 +150,12 @@ def network_spec(name: str) -> dict[str, Any]:
 
 
 def container_spec(config: DockerConfig, workspace: Path, io_dir: Path, *, name: str, network: str,
-                   env: dict[str, str], private_root: Path | None = None,
-                   tools: tuple[Path, ...] = ()) -> dict[str, Any]:
+                   env: dict[str, str], private_root: Path | None = None, tools: tuple[Path, ...] = (),
+                   binds: tuple[tuple[Path, Path, str], ...] = ()) -> dict[str, Any]:
     """Arguments to `client.containers.run` (detached): pure, so the tests check it without an engine.
     `private_root` (runners' private directories) is mounted read-write and `tools` read-only, each at its own
-    path."""
+    path; `binds` are (host path, path in the container, "ro" | "rw"): a grading box's runtime, and a shared
+    node_modules read-only over the writable workspace copy."""
     nano_cpus = int(config.cpus * 1_000_000_000)
     spec: dict[str, Any] = {
         "image": config.image,
@@ -188,6 +197,11 @@ def container_spec(config: DockerConfig, workspace: Path, io_dir: Path, *, name:
             raise SandboxError(f"mount mode of {path} must be ro or rw, not {mode!r}")
         if Path(path).exists() and path not in spec["volumes"]:
             spec["volumes"][path] = {"bind": path, "mode": mode}
+    if binds:
+        from docker.types import Mount
+
+        spec["mounts"] = [Mount(target=str(dst), source=str(src), type="bind", read_only=mode != "rw")
+                          for src, dst, mode in binds if Path(src).exists()]
     if network == "none":
         spec["network_mode"] = "none"
     else:
@@ -224,8 +238,15 @@ class DockerSandbox(Sandbox):
     isolation = DockerConfig(user=NONROOT).describe()  # replaced per instance by what was actually configured
 
     def __init__(self, workspace: Path, extra_env: dict[str, str] | None = None,
-                 config: DockerConfig | None = None, client: Any = None):
+                 config: DockerConfig | None = None, client: Any = None, *,
+                 binds: tuple[tuple[Path, Path, str], ...] = (), egress: bool = False):
+        """`binds`: see container_spec. `egress`: the package registries through the egress proxy's allow-list
+        (sandbox/egress.py: HTTP(S)_PROXY at 127.0.0.1:PROXY_PORT in the container, relayed over the io mount to
+        the proxy on the host), whatever the container's network; what grading's install box gets."""
         super().__init__(workspace)
+        self._binds = binds
+        self._egress = egress
+        self._proxy: EgressProxy | None = None
         self.config = config or DockerConfig.from_env()
         self.isolation = self.config.describe()
         self._client = client
@@ -266,6 +287,9 @@ class DockerSandbox(Sandbox):
         self.workspace.mkdir(parents=True, exist_ok=True)
         os.chmod(self._io, 0o777)  # the container user writes its logs here; the dir is private to this trial
         _ensure_owner(self.workspace, self.config.user)
+        if self._egress:
+            self._proxy = EgressProxy(self._io / "proxy.sock")
+            extra_env = {**(extra_env or {}), **proxy_env()}
         name = f"mcp-evals-{uuid.uuid4().hex[:12]}"
         network = self.config.network
         try:
@@ -279,7 +303,7 @@ class DockerSandbox(Sandbox):
                 network = self._network.name
             spec = container_spec(self.config, self.workspace, self._io, name=name, network=network,
                                   env=container_env(self.workspace, extra_env), private_root=self._private_root,
-                                  tools=tuple(tool_dirs()))
+                                  tools=tuple(tool_dirs()), binds=self._binds)
             self._container = client.containers.run(**spec)
         except Exception as exc:
             raise SandboxError(f"could not start the sandbox container: {type(exc).__name__}: {exc}") from exc
@@ -287,6 +311,9 @@ class DockerSandbox(Sandbox):
         result = self.run("test -w . && test -w \"$HOME\" && test -w /tmp", timeout_s=30)
         if result.exit_code != 0:
             raise SandboxError(f"sandbox container is not usable: {result.output.strip() or result.exit_code}")
+        if self._proxy is not None:
+            self._forward(PROXY_PORT, "proxy.sock")
+            self.isolation += f"; egress proxy (allow={','.join(self._proxy.allowed)})"
 
     # For agent runners -----------------------------------------------------------------------------------------
 
@@ -425,10 +452,11 @@ class DockerSandbox(Sandbox):
         if network is not None:
             with contextlib.suppress(Exception):
                 network.remove()
+        proxy, self._proxy = self._proxy, None
         relays, self._relays = self._relays, []
-        for relay in relays:
+        for server in [*relays, *([proxy] if proxy is not None else [])]:
             with contextlib.suppress(Exception):
-                relay.close()
+                server.close()
         if os.getuid() == 0:
             with contextlib.suppress(OSError):
                 _ensure_owner(self.workspace, f"{self._owner[0]}:{self._owner[1]}", back=True)

@@ -55,6 +55,15 @@ while True:
 """
 
 
+def proxy_env() -> dict[str, str]:
+    """The environment that sends a box's clients (pip, uv, npm, curl, the CLIs) through the forwarder to the proxy;
+    loopback stays direct (relayed endpoints)."""
+    url = f"http://127.0.0.1:{PROXY_PORT}"
+    env = {name: url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
+                                  "npm_config_https_proxy")}
+    return {**env, "NO_PROXY": "localhost,127.0.0.1,::1", "no_proxy": "localhost,127.0.0.1,::1"}
+
+
 def allow_list() -> tuple[str, ...]:
     raw = os.environ.get("MCP_EVALS_SANDBOX_EGRESS_ALLOW")
     if raw is None:

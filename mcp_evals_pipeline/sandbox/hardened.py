@@ -56,7 +56,7 @@ import psutil
 
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError, chown_tree, tool_dirs
-from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay
+from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay, proxy_env
 
 OUTPUT_LIMIT = 30_000
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -427,11 +427,7 @@ class HardenedSandbox(Sandbox):
     def _start_forwarder(self) -> None:
         """Inside the box, as the sandbox uid: 127.0.0.1:PROXY_PORT -> the host proxy's socket."""
         self._forward(PROXY_PORT, "proxy.sock")
-        url = f"http://127.0.0.1:{PROXY_PORT}"
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_proxy",
-                     "npm_config_https_proxy"):
-            self._env[name] = url
-        self._env["NO_PROXY"] = self._env["no_proxy"] = "localhost,127.0.0.1,::1"
+        self._env.update(proxy_env())
 
     def _forward(self, port: int, socket_name: str) -> None:
         """Inside the box, as the sandbox uid: listen on 127.0.0.1:port, relay to /run/mcp-egress/<socket_name>."""

@@ -12,19 +12,30 @@ reaches them on the host's loopback.
 Fail closed: without a box the server does not start (grader/boxes.py: infra.sandbox), unless the debugging
 opt-out MCP_EVALS_UNSAFE_UNBOXED_GRADING=1 is set (it then gets a pid namespace, procs.pid_namespace_prefix, and
 the record says UNBOXED). MCP_EVALS_GRADER_BOX=0 disables the box as a host without bubblewrap would.
+
+MCP_EVALS_GRADER_BOX=docker: the same box as a container (`docker run` of the sandbox image on the engine at
+DOCKER_HOST): read-only root, the same mounts at the same paths, uid nobody, every capability dropped,
+no-new-privileges, its own pid, ipc and uts namespaces, memory and pids limits, and the host's network (as above).
+The prefix is then the docker CLI, which is not the server: `server_pid` finds the container's init (the host sees
+its processes, so the start stage's "our server listens" check reads the container's process tree), `stop` removes
+the container as well as killing the CLI, and `box_failed` tells the engine's own failure (the CLI's exit code 125:
+an infra failure) from the server's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
 from mcp_evals_pipeline import procs
-from mcp_evals_pipeline.grader.boxes import SWITCH_ENV, UNBOXED, refuse, unboxed_allowed
+from mcp_evals_pipeline.grader.boxes import SWITCH_ENV, UNBOXED, box_kind, refuse, unboxed_allowed
 from mcp_evals_pipeline.sandbox.base import chown_tree
 from mcp_evals_pipeline.sandbox.hardened import NOBODY, SYSTEM_DIRS, _mount_args, detect
 
@@ -49,7 +60,9 @@ def _bwrap() -> str | None:
 
 
 def available() -> bool:
-    return os.environ.get(SWITCH_ENV, "1") != "0" and os.geteuid() == 0 and _bwrap() is not None
+    if box_kind() == "docker":
+        return _docker_problem() is None
+    return box_kind() == "bwrap" and os.geteuid() == 0 and _bwrap() is not None
 
 
 def runtime_roots(interpreter: Path, path_prefix: Iterable[Path], roots: Iterable[Path] = ()) -> list[Path]:
@@ -98,20 +111,24 @@ def _outermost(paths: Iterable[Path]) -> list[Path]:
 
 
 def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path,
-           ro_binds: Iterable[tuple[Path, Path]] = ()) -> tuple[list[str], str]:
+           ro_binds: Iterable[tuple[Path, Path]] = (), env_names: Iterable[str] = ()) -> tuple[list[str], str]:
     """(command prefix, description) to start the graded server with; raises NoBox where no box can be made
     (unless the debugging opt-out is set). The writable paths are handed to the server's uid. Nesting decides the
-    order of the mounts (see _binds): a read-only node_modules inside the writable run directory stays read-only."""
+    order of the mounts (see _binds): a read-only node_modules inside the writable run directory stays read-only.
+    `env_names`: the variables the server is started with (a container takes exactly those from the CLI's
+    environment; bwrap passes the environment through)."""
     if not available():
         if not unboxed_allowed():
-            why = f"{SWITCH_ENV}=0" if os.environ.get(SWITCH_ENV) == "0" else (
-                "not root" if os.geteuid() != 0 else "; ".join(detect().missing) or "bubblewrap does not run here")
-            raise refuse(why)
+            why = (f"{SWITCH_ENV}=0" if box_kind() == "off" else _docker_problem() if box_kind() == "docker" else
+                   "not root" if os.geteuid() != 0 else "; ".join(detect().missing) or "bubblewrap does not run here")
+            raise refuse(why or "")
         return list(procs.pid_namespace_prefix()), UNBOXED
     writable = _outermost(writable)
     for path in writable:
         path.mkdir(parents=True, exist_ok=True)
         chown_tree(path, NOBODY, NOBODY)
+    if box_kind() == "docker":
+        return _docker_prefix(readable, writable, cwd, ro_binds, env_names)
     readable = [p.resolve() for p in readable]
     inside_writable = [p for p in readable if any(p.is_relative_to(w) for w in writable)]
     elsewhere = [p for p in _outermost(p for p in readable if p not in inside_writable)
@@ -124,3 +141,109 @@ def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path,
         "--chdir", str(cwd), "--", *_DROP,
     ]
     return args, BOX_DESCRIPTION
+
+
+# ---- the docker form ---------------------------------------------------------------------------------------------
+
+DOCKER_ENGINE_FAILED = 125  # `docker run`'s own failure (no image, a bad mount, the engine gone), never the server's
+_NAME_FLAG = "--name"
+
+
+@functools.cache
+def _docker_problem_cached(host: str, image: str) -> str | None:
+    cli = shutil.which("docker")
+    if cli is None:
+        return "MCP_EVALS_GRADER_BOX=docker but no docker CLI is installed"
+    try:
+        done = subprocess.run([cli, *_host_args(), "image", "inspect", "--format", "{{.Id}}", image],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the Docker engine at {host or 'the default socket'} does not answer: {exc}"
+    if done.returncode != 0:
+        return (f"the sandbox image {image!r} is not available on the engine at {host or 'the default socket'} "
+                f"(scripts/docker_engine.sh up builds it): {done.stderr.strip()[-300:]}")
+    return None
+
+
+def _docker_problem() -> str | None:
+    """Why no server container can be started here (None: one can); probed once per engine and image."""
+    from mcp_evals_pipeline.sandbox.docker_backend import DockerConfig
+
+    return _docker_problem_cached(os.environ.get("DOCKER_HOST", ""), DockerConfig.from_env().image)
+
+
+def _host_args() -> list[str]:
+    """The engine is named on the command line: the CLI runs with the server's environment, not the harness's."""
+    host = os.environ.get("DOCKER_HOST")
+    return ["-H", host] if host else []
+
+
+def _docker_prefix(readable: Iterable[Path], writable: list[Path], cwd: Path,
+                   ro_binds: Iterable[tuple[Path, Path]], env_names: Iterable[str]) -> tuple[list[str], str]:
+    from mcp_evals_pipeline.sandbox.docker_backend import LABEL, DockerConfig
+
+    config = DockerConfig.from_env()
+    # One mount per target (a later kind wins: a read-only bind over the run directory's node_modules, which the
+    # runtime also names as readable). Nested mounts: the engine mounts by depth of the target, so a read-only
+    # node_modules lands on top of the writable run directory whatever the order here.
+    by_target = {p: (p, "ro") for p in _outermost(p for p in readable if p.resolve() != Path("/"))}
+    by_target.update({p: (p, "rw") for p in writable})
+    by_target.update({Path(dst): (Path(src), "ro") for src, dst in ro_binds})
+    mount_args = [arg for dst, (src, mode) in by_target.items() if src.exists() for arg in (
+        "--mount", f"type=bind,source={src},target={dst}" + (",readonly" if mode == "ro" else ""))]
+    name = f"mcp-evals-server-{uuid.uuid4().hex[:12]}"
+    args = [
+        shutil.which("docker") or "docker", *_host_args(), "run", "--rm", _NAME_FLAG, name, "--label", f"{LABEL}=1",
+        "--network", "host", "--ipc", "private", "--read-only", "--init",
+        "--tmpfs", f"/tmp:rw,nosuid,nodev,size={config.tmp_size},mode=1777",
+        "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", f"{NOBODY}:{NOBODY}",
+        "--memory", config.memory, "--memory-swap", config.memory, "--pids-limit", str(config.pids),
+        "--cpus", f"{config.cpus:g}", "--ulimit", f"nofile={config.nofile}:{config.nofile}",
+        *mount_args, *[arg for key in sorted(set(env_names)) for arg in ("-e", key)],
+        "--workdir", str(cwd), "--entrypoint", "/usr/bin/env", config.image, "--",
+    ]
+    description = (f"docker container ({config.image}): ro root and runtime; rw run dir, HOME and TMPDIR; "
+                   f"pid/ipc/uts ns; host network; uid={NOBODY}, caps dropped, no-new-privileges; "
+                   f"mem {config.memory}, pids {config.pids}")
+    return args, description
+
+
+def _container(proc: subprocess.Popen[bytes]) -> str | None:
+    args = proc.args if isinstance(proc.args, list) else []
+    if _NAME_FLAG in args and "run" in args:
+        return str(args[args.index(_NAME_FLAG) + 1])
+    return None
+
+
+_pids: dict[str, int] = {}
+
+
+def server_pid(proc: subprocess.Popen[bytes]) -> int | None:
+    """The process whose tree holds the server: the container's init for the docker form (None until it runs),
+    the started process otherwise."""
+    name = _container(proc)
+    if name is None:
+        return proc.pid
+    if name not in _pids:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            done = subprocess.run([shutil.which("docker") or "docker", *_host_args(), "inspect", "--format",
+                                   "{{.State.Pid}}", name], capture_output=True, text=True, timeout=10, check=False)
+            if done.returncode == 0 and done.stdout.strip().isdigit() and int(done.stdout) > 0:
+                _pids[name] = int(done.stdout)
+    return _pids.get(name)
+
+
+def box_failed(proc: subprocess.Popen[bytes]) -> bool:
+    """The box, not the server, failed: the docker CLI's own exit code."""
+    return _container(proc) is not None and proc.returncode == DOCKER_ENGINE_FAILED
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the server: its process tree, and for the docker form its container (killing the CLI leaves it)."""
+    procs.kill_tree(proc)
+    name = _container(proc)
+    if name is not None:
+        _pids.pop(name, None)
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run([shutil.which("docker") or "docker", *_host_args(), "rm", "--force", name],
+                           capture_output=True, timeout=60, check=False)

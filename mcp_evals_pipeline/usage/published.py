@@ -41,14 +41,14 @@ class Installed:
         home, tmp = scratch / "home", scratch / "tmp"
         for path in (home, tmp):
             path.mkdir(exist_ok=True)
-        box, description = server_box.prefix(
-            readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
-            writable=[self.work.copy, home, tmp], ro_binds=inst.ro_binds, cwd=self.work.copy)
         fill = (lambda text: text.replace("{port}", str(port))) if port is not None else (lambda text: text)
         assert self.server.command
         env = procs.sanitized_env(home=home, tmp=tmp, path_prefix=inst.path_prefix,
                                   extra={**({"PORT": str(port)} if port is not None else {}),
                                          **{k: fill(v) for k, v in extra_env.items()}})
+        box, description = server_box.prefix(
+            readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
+            writable=[self.work.copy, home, tmp], ro_binds=inst.ro_binds, cwd=self.work.copy, env_names=env)
         return [*box, *map(fill, self.server.command)], env, self.work.copy, description
 
 

@@ -146,7 +146,10 @@ class _Launch:
         if self.contract.server.transport == "stdio":
             return True
         assert self.proc is not None and self.port is not None
-        if self.port in procs.listening_ports(self.proc.pid):
+        from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+        pid = server_box.server_pid(self.proc)
+        if pid is not None and self.port in procs.listening_ports(pid):
             return True
         if self.proc.poll() is not None and self.spawns < START_ATTEMPTS:
             self._spawn()
@@ -167,7 +170,9 @@ class _Launch:
 
     def stop(self) -> None:
         if self.proc is not None:
-            procs.kill_tree(self.proc)
+            from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+            server_box.stop(self.proc)
         self.stack.close()
 
 
