@@ -71,3 +71,30 @@ def legacy_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with tarfile.open(Path(__file__).parent / "fixtures" / "legacy_runs.tar.xz") as archive:
         archive.extractall(target, filter="data")
     return target / "legacy_runs"
+
+
+@pytest.fixture(params=["bwrap", "docker"])
+def grader_box(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Grading's boxes in each form (grader/boxes.py): bubblewrap, and containers on the test engine."""
+    from mcp_evals_pipeline.grader.boxes import SWITCH_ENV
+    from mcp_evals_pipeline.sandbox import server_box
+
+    kind: str = request.param
+    monkeypatch.setenv(SWITCH_ENV, kind if kind == "docker" else "1")
+    if kind == "docker":
+        from .test_docker_config import _engine_skip_reason
+
+        reason = _engine_skip_reason()
+        if reason:
+            pytest.skip(reason)
+    elif not server_box.available():
+        pytest.skip("bubblewrap with a pid namespace is not available on this host")
+    return kind
+
+
+def docker_leftovers(prefix: str = "mcp-evals-") -> list[str]:
+    """Containers of this suite's boxes still on the engine (each box removes its own)."""
+    import docker
+
+    return [c.name for c in docker.from_env().containers.list(all=True, filters={"label": "mcp-evals.sandbox"})
+            if c.name.startswith(prefix)]

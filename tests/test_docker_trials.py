@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from mcp_evals_pipeline.grader.boxes import SWITCH_ENV
 from mcp_evals_pipeline.sandbox.base import SandboxError
 from mcp_evals_pipeline.sandbox.docker_backend import DockerConfig, DockerSandbox
 from mcp_evals_pipeline.store import TrialStore
@@ -38,9 +39,13 @@ def _files(trial_dir: Path) -> set[str]:
             if p.is_file() and "workspace" not in p.relative_to(trial_dir).parts}
 
 
-def test_a_replay_trial_in_docker_has_the_row_and_files_of_a_local_one(tmp_path: Path) -> None:
+def test_a_replay_trial_in_docker_has_the_row_and_files_of_a_local_one(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """All of the docker trial in containers: the agent's sandbox and grading's boxes (MCP_EVALS_GRADER_BOX=docker);
+    the local one's grading in bubblewrap; the same verdict."""
     records = {}
     for backend in ("local", "docker"):
+        monkeypatch.setenv(SWITCH_ENV, "docker" if backend == "docker" else "1")
         records[backend] = run_trial(
             TrialSpec(task_id=TASK_ID, condition="noskill+blank", trial=2, batch_date="2026-11-30", agent="replay",
                       sandbox=backend), store=TrialStore(tmp_path / backend / "evals.duckdb"),
@@ -51,6 +56,8 @@ def test_a_replay_trial_in_docker_has_the_row_and_files_of_a_local_one(tmp_path:
     assert (docker.grade.contract_pass, docker.grade.failure_code) == (local.grade.contract_pass,
                                                                        local.grade.failure_code)
     assert [c.id for c in docker.grade.checks] == [c.id for c in local.grade.checks]
+    assert docker.grade.contract_pass and docker.grade.isolation["start"].startswith("docker container")
+    assert local.grade.isolation["start"].startswith("bwrap")
     dirs = {b: tmp_path / b / "runs" / r.run_id / "trials" / r.trial_name for b, r in records.items()}
     assert _files(dirs["docker"]) == _files(dirs["local"])
     shapes = {b: _shape(json.loads((d / "trial.json").read_text())) for b, d in dirs.items()}

@@ -24,7 +24,7 @@ from mcp_evals_pipeline.grader.boxes import SWITCH_ENV, UNBOXED_ENV
 from mcp_evals_pipeline.paths import cache_dir
 from mcp_evals_pipeline.sandbox import server_box
 
-from .conftest import REPO, TASKS, write_tree
+from .conftest import REPO, TASKS, docker_leftovers, write_tree
 
 PY_TASK = TASKS / "py-v4-01-basic-tool-server"
 TS_TASK = TASKS / "v4-01-basic-tool-server"
@@ -143,9 +143,18 @@ def _assert_contained(report: dict, targets: dict, detail: str) -> None:
     assert targets["secret"] not in detail and targets["env_value"] not in detail
 
 
-@needs_box
+def _assert_install_box(kind: str, isolation: str) -> None:
+    """The install ran in the box of the form under test, with only the registries' proxy for a network."""
+    if kind == "docker":
+        assert isolation.startswith("docker container") and "none (loopback only)" in isolation, isolation
+        assert "user 65534:65534" in isolation and "egress proxy (allow=" in isolation, isolation
+        assert docker_leftovers() == []
+    else:
+        assert "net=proxy" in isolation and "uid=65534" in isolation, isolation
+
+
 def test_a_malicious_build_backend_is_boxed_and_cannot_poison_the_next_grading(
-        tmp_path: Path, targets: dict) -> None:
+        grader_box: str, tmp_path: Path, targets: dict) -> None:
     golden = _contract(PY_TASK)
     first = grade_workspace_sync(golden, PY_TASK / "golden")
     assert first.contract_pass, first.first_failure
@@ -157,7 +166,7 @@ def test_a_malicious_build_backend_is_boxed_and_cannot_poison_the_next_grading(
     assert grade.failure_code == "contract.install", grade.first_failure
     detail = grade.first_failure.detail or ""
     _assert_contained(_report(detail), targets, detail)
-    assert "net=proxy" in grade.isolation["install"] and "uid=65534" in grade.isolation["install"]
+    _assert_install_box(grader_box, grade.isolation["install"])
 
     # The next grading of the same dependency set gets exactly what it got before.
     again = grade_workspace_sync(golden, PY_TASK / "golden")
@@ -166,8 +175,7 @@ def test_a_malicious_build_backend_is_boxed_and_cannot_poison_the_next_grading(
     assert _tree_hash(shared) == before
 
 
-@needs_box
-def test_an_npm_lifecycle_script_is_boxed(tmp_path: Path, targets: dict) -> None:
+def test_an_npm_lifecycle_script_is_boxed(grader_box: str, tmp_path: Path, targets: dict) -> None:
     """A manifest with a local reference is installed as is, so its own scripts run: in the install box."""
     first = grade_workspace_sync(_contract(TS_TASK), TS_TASK / "golden")  # a shared node_modules to attack
     assert first.contract_pass, first.first_failure
@@ -186,7 +194,7 @@ def test_an_npm_lifecycle_script_is_boxed(tmp_path: Path, targets: dict) -> None
     assert grade.failure_code == "contract.install", grade.first_failure
     detail = grade.first_failure.detail or ""
     _assert_contained(_report(detail), targets, detail)
-    assert "net=proxy" in grade.isolation["install"]
+    _assert_install_box(grader_box, grade.isolation["install"])
     assert _tree_hash(shared) == before
 
 

@@ -15,7 +15,7 @@ from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.grader.boxes import UNBOXED, UNBOXED_ENV, NoBox
 from mcp_evals_pipeline.sandbox import server_box
 
-from .conftest import REPO, write_tree
+from .conftest import REPO, docker_leftovers, write_tree
 
 # Only the tests that start a box need one; the fail-closed tests run everywhere.
 needs_box = pytest.mark.skipif(not server_box.available(),
@@ -61,8 +61,7 @@ mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), strea
 '''
 
 
-@needs_box
-def test_the_graded_server_sees_only_its_box(tmp_path: Path) -> None:
+def test_the_graded_server_sees_only_its_box(grader_box: str, tmp_path: Path) -> None:
     import os
 
     workspace = write_tree(tmp_path / "ws", {
@@ -81,8 +80,12 @@ def test_the_graded_server_sees_only_its_box(tmp_path: Path) -> None:
     grade = grade_workspace_sync(contract, workspace)
     assert grade.contract_pass, grade.first_failure
     start = next(c for c in grade.checks if c.id == "start")
-    assert server_box.BOX_DESCRIPTION in (start.detail or "")
-    assert grade.isolation["start"] == server_box.BOX_DESCRIPTION
+    assert grade.isolation["start"] in (start.detail or "")
+    if grader_box == "docker":
+        assert grade.isolation["start"].startswith("docker container") and "uid=65534" in grade.isolation["start"]
+        assert docker_leftovers("mcp-evals-server-") == []  # the server's container went with the grading
+    else:
+        assert grade.isolation["start"] == server_box.BOX_DESCRIPTION
     # The snapshot is the agent's work: the server rewrote only the grading's copy.
     assert {p.name: p.read_bytes() for p in workspace.iterdir()} == before
 
@@ -96,6 +99,22 @@ def test_without_a_box_the_server_does_not_start(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv(UNBOXED_ENV, "1")
     args, description = server_box.prefix(readable=[], writable=[tmp_path], cwd=tmp_path)
     assert "bwrap" not in " ".join(args) and description == UNBOXED
+
+
+def test_docker_form_without_its_image_does_not_start_anything(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """Fail closed in the docker form too: no engine, CLI or image, no box (infra.sandbox), for the server and for
+    the steps alike; runs with or without an engine."""
+    from mcp_evals_pipeline.grader.boxes import SWITCH_ENV, StepBox
+
+    monkeypatch.setenv(SWITCH_ENV, "docker")
+    monkeypatch.setenv("MCP_EVALS_DOCKER_IMAGE", "mcp-evals-no-such-image:0")
+    monkeypatch.delenv(UNBOXED_ENV, raising=False)
+    with pytest.raises(NoBox, match=UNBOXED_ENV) as raised:
+        server_box.prefix(readable=[], writable=[tmp_path], cwd=tmp_path)
+    assert "docker" in str(raised.value)
+    with pytest.raises(NoBox, match=r"mcp-evals-no-such-image|[Dd]ocker"):
+        StepBox(tmp_path, net="none", ro_paths=[], ro_binds=[])
 
 
 @needs_box

@@ -64,10 +64,11 @@ def test_published_servers_are_installed_boxed_and_marked_over_http_and_stdio(tm
     assert all(r.ok for r in results)
 
 
-def test_a_published_server_runs_boxed_without_the_harness_environment(tmp_path: Path,
+def test_a_published_server_runs_boxed_without_the_harness_environment(grader_box: str, tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A replay trial against the published server: its own environment (get-env) carries nothing of the
-    harness's, its confirmation request is declined by the proxy, and the record says how it was boxed."""
+    harness's (nor of the image's, in a container), its confirmation request is declined by the proxy, and the
+    record says how it was boxed."""
     monkeypatch.setenv("MCP_EVALS_TEST_SECRET", CANARY)
     case = write_case(tmp_path / "tasks", "everything-env", EVERYTHING, r"declined",
                       [{"tool": "get-env", "arguments": {}}, {"tool": "trigger-elicitation-request", "arguments": {}}],
@@ -79,7 +80,8 @@ def test_a_published_server_runs_boxed_without_the_harness_environment(tmp_path:
     assert record.valid, record.error
     trial_dir = tmp_path / "runs" / record.run_id / "trials" / record.trial_name
     world = json.loads((trial_dir / "world.json").read_text())
-    assert world["server"] == EVERYTHING["package"] and world["isolation"].startswith("bwrap")
+    assert world["server"] == EVERYTHING["package"] and world["isolation"].startswith(
+        "docker container" if grader_box == "docker" else "bwrap")
     events = read_events(trial_dir / "mcp-calls.jsonl")
     env_call, elicit_call = tool_calls(events)
     assert env_call.tool == "get-env" and env_call.is_error is False and "PATH" in (env_call.text or "")

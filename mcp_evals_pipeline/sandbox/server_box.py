@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -150,26 +151,31 @@ _NAME_FLAG = "--name"
 
 
 @functools.cache
-def _docker_problem_cached(host: str, image: str) -> str | None:
+def _probe_image(host: str, image: str) -> tuple[str | None, tuple[str, ...]]:
+    """(why no server container can start here or None, the names of the variables the image sets)."""
     cli = shutil.which("docker")
     if cli is None:
-        return "MCP_EVALS_GRADER_BOX=docker but no docker CLI is installed"
+        return "MCP_EVALS_GRADER_BOX=docker but no docker CLI is installed", ()
     try:
-        done = subprocess.run([cli, *_host_args(), "image", "inspect", "--format", "{{.Id}}", image],
+        done = subprocess.run([cli, *_host_args(), "image", "inspect", "--format", "{{json .Config.Env}}", image],
                               capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"the Docker engine at {host or 'the default socket'} does not answer: {exc}"
+        return f"the Docker engine at {host or 'the default socket'} does not answer: {exc}", ()
     if done.returncode != 0:
         return (f"the sandbox image {image!r} is not available on the engine at {host or 'the default socket'} "
-                f"(scripts/docker_engine.sh up builds it): {done.stderr.strip()[-300:]}")
-    return None
+                f"(scripts/docker_engine.sh up builds it): {done.stderr.strip()[-300:]}"), ()
+    return None, tuple(item.split("=", 1)[0] for item in json.loads(done.stdout or "null") or [])
+
+
+def _image() -> str:
+    from mcp_evals_pipeline.sandbox.docker_backend import DockerConfig
+
+    return DockerConfig.from_env().image
 
 
 def _docker_problem() -> str | None:
     """Why no server container can be started here (None: one can); probed once per engine and image."""
-    from mcp_evals_pipeline.sandbox.docker_backend import DockerConfig
-
-    return _docker_problem_cached(os.environ.get("DOCKER_HOST", ""), DockerConfig.from_env().image)
+    return _probe_image(os.environ.get("DOCKER_HOST", ""), _image())[0]
 
 
 def _host_args() -> list[str]:
@@ -183,6 +189,8 @@ def _docker_prefix(readable: Iterable[Path], writable: list[Path], cwd: Path,
     from mcp_evals_pipeline.sandbox.docker_backend import LABEL, DockerConfig
 
     config = DockerConfig.from_env()
+    env_names = list(env_names)
+    image_env = _probe_image(os.environ.get("DOCKER_HOST", ""), config.image)[1]
     # One mount per target (a later kind wins: a read-only bind over the run directory's node_modules, which the
     # runtime also names as readable). Nested mounts: the engine mounts by depth of the target, so a read-only
     # node_modules lands on top of the writable run directory whatever the order here.
@@ -193,14 +201,17 @@ def _docker_prefix(readable: Iterable[Path], writable: list[Path], cwd: Path,
         "--mount", f"type=bind,source={src},target={dst}" + (",readonly" if mode == "ro" else ""))]
     name = f"mcp-evals-server-{uuid.uuid4().hex[:12]}"
     args = [
-        shutil.which("docker") or "docker", *_host_args(), "run", "--rm", _NAME_FLAG, name, "--label", f"{LABEL}=1",
+        shutil.which("docker") or "docker", *_host_args(), "run", "--rm", "--interactive", _NAME_FLAG, name,
+        "--label", f"{LABEL}=1",
         "--network", "host", "--ipc", "private", "--read-only", "--init",
         "--tmpfs", f"/tmp:rw,nosuid,nodev,size={config.tmp_size},mode=1777",
         "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", f"{NOBODY}:{NOBODY}",
         "--memory", config.memory, "--memory-swap", config.memory, "--pids-limit", str(config.pids),
         "--cpus", f"{config.cpus:g}", "--ulimit", f"nofile={config.nofile}:{config.nofile}",
         *mount_args, *[arg for key in sorted(set(env_names)) for arg in ("-e", key)],
-        "--workdir", str(cwd), "--entrypoint", "/usr/bin/env", config.image, "--",
+        "--workdir", str(cwd), "--entrypoint", "/usr/bin/env", config.image,
+        # exactly the server's environment, as in the bwrap box: not the image's variables nor the engine's HOSTNAME
+        *[arg for key in sorted({*image_env, "HOSTNAME"} - set(env_names)) for arg in ("-u", key)], "--",
     ]
     description = (f"docker container ({config.image}): ro root and runtime; rw run dir, HOME and TMPDIR; "
                    f"pid/ipc/uts ns; host network; uid={NOBODY}, caps dropped, no-new-privileges; "
