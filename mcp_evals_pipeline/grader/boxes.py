@@ -59,7 +59,8 @@ def box_kind() -> str:
 
 def refuse(why: str) -> NoBox:
     return NoBox(f"agent-written code does not run without a box, and none can be made here: {why} "
-                 f"(set {UNBOXED_ENV}=1 to run it on the host, for debugging only)")
+                 f"({SWITCH_ENV}=docker boxes it in containers on a Docker engine; {UNBOXED_ENV}=1 runs it on the "
+                 "host, for debugging only)")
 
 
 @dataclass
