@@ -29,7 +29,7 @@ run: $(STAMP)
 # and the docker tests skip, saying why.
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	scripts/docker_engine.sh run $(VENV)/bin/pytest -q
+	scripts/docker_engine.sh run $(VENV)/bin/pytest -q --durations=30
 
 # A developer machine's engine and images, left running (DOCKER_HOST is printed): `make docker-down` stops it.
 docker-up:
