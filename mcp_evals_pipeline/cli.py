@@ -424,6 +424,26 @@ def report_cmd(run_id: str, write: bool) -> None:
         (runs_dir() / run_id / "report.md").write_text(text)
 
 
+@main.command("compare")
+@click.argument("side_a")
+@click.argument("side_b")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare_cmd(side_a: str, side_b: str, as_json: bool) -> None:
+    """What changed from batch A to batch B: flipped cells, new and fixed failure codes, the pass-rate change with
+    its interval, a sign test over tasks. A side is BATCH (its current attempts) or BATCH@GRADER_VERSION (after
+    `regrade`: what the marker change alone moved)."""
+    from mcp_evals_pipeline.reporting.compare import CompareError, Side, compare, render
+
+    store = TrialStore()
+    try:
+        with store.connect() as con:
+            result = compare(con, Side.parse(side_a), Side.parse(side_b))
+    except CompareError as exc:
+        err.print(f"[red]error:[/] {exc} in {store.path}")
+        sys.exit(2)
+    click.echo(json.dumps(result.as_dict(), indent=2) if as_json else render(result))
+
+
 @main.command("trends")
 @click.option("--agent", help="Only this agent runner.")
 @click.option("--condition", help="Only this condition.")

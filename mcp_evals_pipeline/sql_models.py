@@ -25,7 +25,7 @@ from mcp_evals_pipeline.paths import REPO_ROOT
 MODELS_DIR = REPO_ROOT / "dbt_like_sql"
 
 # source name -> relation it renders to; the store's schema creates `trials`.
-SOURCES: dict[str, str] = {"trials": "trials"}
+SOURCES: dict[str, str] = {"trials": "trials", "trial_attempts": "trial_attempts"}  # the store's
 # Relations owned by the store: a model of that name would replace the raw data.
 RESERVED_NAMES = frozenset({"trials", "trial_attempts", "runs"})
 
@@ -121,6 +121,12 @@ def render(sql: str, path: Path | str = "<sql>") -> str:
         raise SqlModelError(f"{path}: unsupported template tag {leftover.group(0)!r} (only ref, source and macros)")
     # The SELECT is wrapped in CREATE TABLE ... AS, where a trailing semicolon would end the statement early.
     return rendered.strip().rstrip(";").rstrip()
+
+
+def adhoc(sql: str) -> str:
+    """A query of the models written like one (ref, source, the macros of dbt_like_sql/macros), ready for DuckDB:
+    reports that pair what no model can (two batches a user names) still use the one Wilson formula."""
+    return render(expand_macros(sql, "<adhoc>", macros(MODELS_DIR / "macros")))
 
 
 @cache

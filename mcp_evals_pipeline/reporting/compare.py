@@ -1,0 +1,275 @@
+"""`mcp-evals compare A B`: what changed between two batches, in the terms a team acts on.
+
+A side is a batch id (its current attempts), or `BATCH@GRADER_VERSION` (the newest attempt of each of its slots
+graded by that grader version, current or not): after `mcp-evals regrade`, `compare B@<old> B@<new>` shows what
+the marker change alone moved, since both sides hold the very same agent work.
+
+Cells pair on kind x task x condition x agent runner (the model may differ: that is one of the things a team
+compares). For each cell with valid trials on both sides: its verdict (pass: every valid trial passed; fail: none
+did; mixed) and the first failing check of its failing trials. Then, per kind x condition x agent runner over the
+paired tasks only, the pass rate of each side with its Wilson interval, the change with Newcombe's interval, the
+exact sign test over the per-task differences (the task is the unit of pairing), and the trials per side it would
+take to see a 10-point change at the first side's rate. Usage cells count unsafe apart: never averaged into a pass
+rate. Failure codes: those only the second batch shows (new) and those only the first did (fixed). Invalid trials
+are counted and leave every denominator.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from mcp_evals_pipeline.reporting import stats
+from mcp_evals_pipeline.sql_models import adhoc
+
+# One row per side x cell. `side` 0 / 1; a side's attempts: the current ones of its batch, or the newest of each slot
+# graded by the version it names.
+_CELLS = """
+WITH attempts AS (
+    SELECT a.*, s.side,
+           row_number() OVER (PARTITION BY s.side, a.slot ORDER BY a.attempt DESC) AS newest
+    FROM {{ source('trial_attempts') }} AS a
+    JOIN (SELECT unnest(?::VARCHAR[]) AS batch, unnest(?::VARCHAR[]) AS grader, unnest([0, 1]) AS side) AS s
+      ON a.batch_id = s.batch AND (CASE WHEN s.grader IS NULL THEN a.is_current ELSE a.grader_version = s.grader END)
+),
+chosen AS (
+    SELECT *, valid AND scored_for_pass_rate AS scored, coalesce(kind, 'build') AS kind_
+    FROM attempts WHERE newest = 1
+)
+SELECT
+    side, kind_ AS kind, task, condition, agent_runner,
+    string_agg(DISTINCT coalesce(agent_model, '-'), ', ' ORDER BY coalesce(agent_model, '-')) AS models,
+    string_agg(DISTINCT grader_version, ', ' ORDER BY grader_version) AS graders,
+    count(*) FILTER (WHERE scored) AS valid,
+    count(*) FILTER (WHERE scored AND contract_pass) AS passes,
+    count(*) FILTER (WHERE scored AND kind_ = 'usage' AND failure_code LIKE 'usage.unsafe%') AS unsafe,
+    count(*) FILTER (WHERE NOT valid) AS invalid,
+    list(coalesce(failing_check, '?') || ' (' || coalesce(failure_code, '?') || ')' ORDER BY trial)
+        FILTER (WHERE scored AND NOT contract_pass) AS failing,
+    list(failure_code ORDER BY trial) FILTER (WHERE scored AND NOT contract_pass) AS codes
+FROM chosen
+GROUP BY ALL
+"""
+
+_WILSON = """
+SELECT {{ wilson_low('p', 'n') }} AS low, {{ wilson_high('p', 'n') }} AS high
+FROM (SELECT ?::DOUBLE AS p, ?::BIGINT AS n)
+"""
+
+Key = tuple[str, str, str, str]  # kind, task, condition, agent runner
+Group = tuple[str, str, str]  # kind, condition, agent runner
+
+
+class CompareError(ValueError):
+    """A side names no trial: nothing to compare (the CLI exits 2 with this message)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    batch: str
+    grader: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Side:
+        batch, _, grader = text.partition("@")
+        if not batch:
+            raise CompareError(f"{text!r}: a side is BATCH or BATCH@GRADER_VERSION")
+        return cls(batch, grader or None)
+
+    def __str__(self) -> str:
+        return f"{self.batch}@{self.grader}" if self.grader else self.batch
+
+
+@dataclass
+class Cell:
+    valid: int = 0
+    passes: int = 0
+    unsafe: int = 0
+    invalid: int = 0
+    models: str = "-"
+    failing: list[str] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float | None:
+        return self.passes / self.valid if self.valid else None
+
+    @property
+    def verdict(self) -> str:
+        if not self.valid:
+            return "no valid trial"
+        return "pass" if self.passes == self.valid else "fail" if self.passes == 0 else "mixed"
+
+    def first_failing(self) -> str:
+        """The most frequent failing check of the cell (with its count), or '-'."""
+        if not self.failing:
+            return "-"
+        check, count = Counter(self.failing).most_common(1)[0]
+        return f"{check} x{count}" if count > 1 else check
+
+
+@dataclass(frozen=True)
+class Flip:
+    key: Key
+    before: Cell
+    after: Cell
+
+
+@dataclass(frozen=True)
+class Headline:
+    group: Group
+    tasks: int
+    before: Cell  # pooled over the paired tasks
+    after: Cell
+    change: stats.Difference | None
+    sign: stats.SignTest
+    detect_before: int | None
+    detect_after: int | None
+
+
+@dataclass
+class Comparison:
+    a: Side
+    b: Side
+    headlines: list[Headline]
+    flips: list[Flip]
+    new_codes: dict[str, int]  # code -> failing trials of B
+    fixed_codes: dict[str, int]  # code -> failing trials of A
+    unpaired: list[Key]  # cells with valid trials on one side only
+    invalid: tuple[int, int]
+    graders: tuple[str, str]
+
+    def as_dict(self) -> dict[str, Any]:
+        def cell(c: Cell) -> dict[str, Any]:
+            return {"passes": c.passes, "valid": c.valid, "unsafe": c.unsafe, "invalid": c.invalid,
+                    "verdict": c.verdict, "failing": c.first_failing(), "models": c.models}
+
+        return {
+            "a": str(self.a), "b": str(self.b), "graders": list(self.graders), "invalid": list(self.invalid),
+            "headlines": [{
+                "kind": h.group[0], "condition": h.group[1], "agent": h.group[2], "tasks": h.tasks,
+                "a": cell(h.before), "b": cell(h.after),
+                "change": None if h.change is None else {"delta": h.change.delta, "low": h.change.low,
+                                                        "high": h.change.high},
+                "signTest": {"up": h.sign.positive, "down": h.sign.negative, "tied": h.sign.ties,
+                             "p": h.sign.p_value},
+                "trialsToDetect10pts": {"a": h.detect_before, "b": h.detect_after},
+            } for h in self.headlines],
+            "flipped": [{"kind": f.key[0], "task": f.key[1], "condition": f.key[2], "agent": f.key[3],
+                         "a": cell(f.before), "b": cell(f.after)} for f in self.flips],
+            "newFailureCodes": self.new_codes, "fixedFailureCodes": self.fixed_codes,
+            "unpaired": [list(k) for k in self.unpaired],
+        }
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> list[dict[str, Any]]:
+    cursor = con.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _wilson(con: duckdb.DuckDBPyConnection, cell: Cell) -> tuple[float, float, float] | None:
+    if not cell.valid:
+        return None
+    low, high = con.execute(adhoc(_WILSON), [cell.passes / cell.valid, cell.valid]).fetchone() or (None, None)
+    return (cell.passes / cell.valid, float(low), float(high))
+
+
+def compare(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> Comparison:
+    rows = _rows(con, adhoc(_CELLS), [[a.batch, b.batch], [a.grader, b.grader]])
+    sides: list[dict[Key, Cell]] = [{}, {}]
+    graders: list[set[str]] = [set(), set()]
+    for r in rows:
+        key = (r["kind"], r["task"], r["condition"], r["agent_runner"])
+        sides[r["side"]][key] = Cell(int(r["valid"]), int(r["passes"]), int(r["unsafe"]), int(r["invalid"]),
+                                     r["models"], list(r["failing"] or []), list(r["codes"] or []))
+        graders[r["side"]].update((r["graders"] or "").split(", "))
+    for side, cells in zip((a, b), sides, strict=True):
+        if not cells:
+            raise CompareError(f"no trials of {side}" + (f" graded by {side.grader}" if side.grader else ""))
+    before, after = sides
+    paired = sorted(k for k in before.keys() & after.keys() if before[k].valid and after[k].valid)
+    unpaired = sorted(k for k in before.keys() | after.keys() if k not in paired)
+    flips = [Flip(k, before[k], after[k]) for k in paired if before[k].verdict != after[k].verdict]
+
+    groups: dict[Group, list[Key]] = defaultdict(list)
+    for key in paired:
+        groups[(key[0], key[2], key[3])].append(key)
+    headlines = []
+    for group, keys in sorted(groups.items()):
+        pooled = []
+        for cells in (before, after):
+            pooled.append(Cell(sum(cells[k].valid for k in keys), sum(cells[k].passes for k in keys),
+                               sum(cells[k].unsafe for k in keys), sum(cells[k].invalid for k in keys),
+                               ", ".join(sorted({cells[k].models for k in keys}))))
+        wa, wb = _wilson(con, pooled[0]), _wilson(con, pooled[1])
+        headlines.append(Headline(
+            group, len(keys), pooled[0], pooled[1],
+            stats.newcombe(wa, wb) if wa and wb else None,
+            stats.sign_test((after[k].rate or 0) - (before[k].rate or 0) for k in keys),
+            stats.trials_to_detect(pooled[0].rate), stats.trials_to_detect(pooled[1].rate)))
+
+    codes = [Counter(code for cell in cells.values() for code in cell.codes if code) for cells in sides]
+    return Comparison(
+        a, b, headlines, flips,
+        new_codes={c: n for c, n in sorted(codes[1].items()) if c not in codes[0]},
+        fixed_codes={c: n for c, n in sorted(codes[0].items()) if c not in codes[1]},
+        unpaired=unpaired,
+        invalid=(sum(c.invalid for c in before.values()), sum(c.invalid for c in after.values())),
+        graders=(", ".join(sorted(graders[0] - {""})), ", ".join(sorted(graders[1] - {""}))),
+    )
+
+
+def _pct(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate * 100:.0f}%"
+
+
+def _pts(value: float) -> str:
+    return f"{value * 100:+.0f} pts"
+
+
+def _cell(c: Cell, usage: bool) -> str:
+    text = f"{c.passes}/{c.valid} pass"
+    return text + (f", {c.unsafe}/{c.valid} unsafe" if usage else "")
+
+
+def render(result: Comparison) -> str:
+    a, b = result.a, result.b
+    lines = [f"# {a} -> {b}", "",
+             f"Grader: {result.graders[0] or '-'} -> {result.graders[1] or '-'}. Invalid trials (outside every "
+             f"figure): {result.invalid[0]} -> {result.invalid[1]}.", ""]
+    lines += ["## Pass rate over the tasks both ran", ""]
+    if not result.headlines:
+        lines.append("No task has valid trials on both sides: nothing is paired.")
+    for h in result.headlines:
+        kind, condition, agent = h.group
+        usage = kind == "usage"
+        change = (f"{_pts(h.change.delta)} (95% {_pts(h.change.low)} to {_pts(h.change.high)})"
+                  if h.change else "-")
+        lines.append(f"- {kind} `{condition}` {agent}, {h.tasks} task(s): {_cell(h.before, usage)} "
+                     f"({_pct(h.before.rate)}) -> {_cell(h.after, usage)} ({_pct(h.after.rate)}): {change}; "
+                     f"{h.sign.describe()}; trials per side to see a 10-point change: "
+                     f"{h.detect_before or '-'} at {_pct(h.before.rate)}, {h.detect_after or '-'} at "
+                     f"{_pct(h.after.rate)}")
+        if usage and h.before.unsafe != h.after.unsafe:
+            lines.append(f"  - unsafe, counted apart: {h.before.unsafe} -> {h.after.unsafe}")
+    lines += ["", "## Cells that flipped", ""]
+    if result.flips:
+        lines += ["| kind | task | condition | agent | before | after | failing before | failing after |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {f.key[0]} | {f.key[1]} | {f.key[2]} | {f.key[3]} | {f.before.verdict} "
+                  f"{f.before.passes}/{f.before.valid} | {f.after.verdict} {f.after.passes}/{f.after.valid} | "
+                  f"{f.before.first_failing()} | {f.after.first_failing()} |" for f in result.flips]
+    else:
+        lines.append("None: every paired cell kept its verdict.")
+    lines += ["", "## Failure codes", ""]
+    lines.append("- new: " + (", ".join(f"`{c}` x{n}" for c, n in result.new_codes.items()) or "none"))
+    lines.append("- fixed: " + (", ".join(f"`{c}` x{n}" for c, n in result.fixed_codes.items()) or "none"))
+    if result.unpaired:
+        lines += ["", f"{len(result.unpaired)} cell(s) have valid trials on one side only and are left out: "
+                  + ", ".join(f"{k[1]}--{k[2]} ({k[3]})" for k in result.unpaired[:10])
+                  + (" ..." if len(result.unpaired) > 10 else "")]
+    return "\n".join(lines) + "\n"
