@@ -310,6 +310,9 @@ def test_our_sections(synthetic: tuple[TrialStore, Path]) -> None:
     assert sections["Static adoption"][-1] == "| static | noskill+blank | 1/2 |"
     assert sections["Skill deltas"][0] == ("- `blank` pooled: skill+blank 3/6 (50%) vs noskill+blank 2/6 (33%): "
                                            "+17 pts; paired over 2 task(s): +17 pts")
+    # alpha up (3/3 vs 2/3), broken tied (0/3 both): n = 1, p = 2 * 1/2 = 1; 370 trials to see 33% -> 43%
+    assert sections["Skill deltas"][1] == ("  - sign test over tasks: 1 up, 0 down, 1 tied, two-sided p = 1; trials "
+                                           "per condition to see a 10-point change at 33%: 370")
     assert "| blank | alpha | 3/3 | 2/3 | +33 pts |" in sections["Skill deltas"]
     assert "| blank | broken | 0/3 | 0/3 | +0 pts |" in sections["Skill deltas"]
     [warning] = sections["Suspect markers"]

@@ -19,6 +19,7 @@ from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.judge import memo_body, memo_status
 from mcp_evals_pipeline.models import CALIBRATION
 from mcp_evals_pipeline.paths import runs_dir
+from mcp_evals_pipeline.reporting import stats
 from mcp_evals_pipeline.sql_models import scoped_select
 from mcp_evals_pipeline.trial_dir import TRANSCRIPT_FILE, WORLD_FILE
 from mcp_evals_pipeline.trials import trial_key
@@ -312,6 +313,15 @@ def _side(passed: object, valid: object, rate: float | None = None) -> str:
     return f"{_count(passed, valid)} ({_pct(rate)})" if rate is not None else _count(passed, valid)
 
 
+def _noise(per_task: list[float | None], baseline_rate: float | None) -> str:
+    """Whether a delta is more than noise: the sign test over the per-task deltas (the task is the unit of
+    pairing) and the trials a side needs to see a 10-point change at the baseline's rate."""
+    needed = stats.trials_to_detect(baseline_rate)
+    detect = (f"trials per condition to see a 10-point change at {_pct(baseline_rate)}: {needed}"
+              if needed else "no baseline rate to size a sample from")
+    return f"  - {stats.sign_test(per_task).describe()}; {detect}"
+
+
 def _skill_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     pooled = _rows(con, "SELECT * FROM skill_deltas WHERE run_id = ? ORDER BY workspace_part", [run_id])
     if not pooled:
@@ -328,6 +338,7 @@ def _skill_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
             f"noskill+{part} {_side(r['noskill_passed'], r['noskill_valid'], r['noskill_rate'])}: "
             f"{_points(r['delta'])}{paired}"
         )
+        lines.append(_noise([t["delta"] for t in by_task if t["workspace_part"] == part], r["noskill_rate"]))
     if by_task:
         lines += ["", "| Workspace | Task | skill passes/valid | noskill passes/valid | Delta |",
                   "|---|---|---|---|---|"]
@@ -403,6 +414,9 @@ def _condition_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
             f"{_side(r['bare_passed'], r['bare_valid'], r['bare_pass_rate'])}: {_points(r['pass_delta'])}; unsafe "
             f"{_count(r['unsafe'], r['valid_scored'])} vs {_count(r['bare_unsafe'], r['bare_valid'])}: "
             f"{_points(r['unsafe_delta'])}")
+        same = (r["condition"], r["agent_runner"], r["agent_model"])
+        lines.append(_noise([c["pass_delta"] for c in rows if c["task"] != ALL
+                             and (c["condition"], c["agent_runner"], c["agent_model"]) == same], r["bare_pass_rate"]))
     lines += ["", "| condition | case | pass | bare pass | delta | unsafe | bare unsafe | unsafe delta |",
               "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['condition']} | {r['task']} | {_count(r['passed'], r['valid_scored'])} | "
