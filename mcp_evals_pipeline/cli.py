@@ -424,6 +424,51 @@ def report_cmd(run_id: str, write: bool) -> None:
         (runs_dir() / run_id / "report.md").write_text(text)
 
 
+@main.command("regrade")
+@click.option("--run", "run_ids", multiple=True, required=True, help="A run id (repeatable).")
+@click.option("--task", "task_ids", multiple=True, help="Only this task's trials (repeatable).")
+@click.option("--force", is_flag=True, help="Also trials already marked by today's grader.")
+def regrade_cmd(run_ids: tuple[str, ...], task_ids: tuple[str, ...], force: bool) -> None:
+    """Mark stored work again with today's grader and contracts, changing nothing else: each trial becomes a new
+    attempt (its agent, transcript and workspace untouched); then what the marker change alone moved."""
+    from mcp_evals_pipeline.defs.assets.reports import write_scorecard
+    from mcp_evals_pipeline.ids import check_id
+    from mcp_evals_pipeline.regrade import regrade_run
+    from mcp_evals_pipeline.reporting.compare import Side, compare, render
+    from mcp_evals_pipeline.sql_models import materialize_models
+    from mcp_evals_pipeline.versions import GRADER_VERSION
+
+    store = TrialStore()
+    moved: set[tuple[str, str]] = set()  # (batch, old grader)
+    for run_id in run_ids:
+        try:
+            run_dir = runs_dir() / check_id(run_id, "run id")
+        except ValueError as exc:
+            err.print(f"[red]error:[/] {exc}")
+            sys.exit(2)
+        if not run_dir.is_dir():
+            err.print(f"[red]error:[/] no run directory at {run_dir}")
+            sys.exit(2)
+        results = regrade_run(run_dir, store, tasks=task_ids, force=force)
+        table = Table("trial", "before", "after", title=f"regrade {run_id} with grader {GRADER_VERSION}")
+        for r in results:
+            before = (f"{r.before.grader_version}: {r.before.grade.failure_code or 'pass'}" if r.before else "-")
+            after = (f"{r.after.grader_version}: {r.after.grade.failure_code or 'pass'}" if r.after
+                     else f"[yellow]not marked again[/]: {r.skipped}")
+            table.add_row(r.key, before, after)
+            if r.after and r.before and r.before.batch_id and r.before.grader_version:
+                moved.add((r.before.batch_id, r.before.grader_version))
+        out.print(table)
+        out.print(f"{sum(1 for r in results if r.after)} of {len(results)} trial(s) marked again")
+    with store.connect() as con:
+        materialize_models(con)  # every table current after rows changed
+    for run_id in run_ids:
+        out.print(f"scorecard: {write_scorecard(run_id, runs_dir(), store)}")
+    with store.connect() as con:
+        for batch, old in sorted(moved):
+            click.echo(render(compare(con, Side(batch, old), Side(batch, GRADER_VERSION))))
+
+
 @main.command("compare")
 @click.argument("side_a")
 @click.argument("side_b")

@@ -70,6 +70,7 @@ ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS sdk_package VARCHAR;
 ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS sdk_registry_latest VARCHAR;
 ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS kind VARCHAR DEFAULT 'build';
 ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS condition_hash VARCHAR;
+ALTER TABLE trial_attempts ADD COLUMN IF NOT EXISTS regraded_from INTEGER;  -- the attempt a regrade marked again
 CREATE OR REPLACE VIEW trials AS SELECT * EXCLUDE (is_current, grade_json) FROM trial_attempts WHERE is_current;
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY,
@@ -94,7 +95,7 @@ COLUMNS = (
     "valid", "invalid_reason", "error", "contract_pass", "failure_code", "failing_check", "failing_detail",
     "sdk_path", "scored_for_pass_rate", "duration_ms", "turns", "tokens_in", "tokens_out", "tool_calls", "cost_usd",
     "memo_path", "transcript_path", "source", "recorded_at", "grade_json", "isolation", "suite", "sdk_package",
-    "sdk_registry_latest", "kind", "condition_hash",
+    "sdk_registry_latest", "kind", "condition_hash", "regraded_from",
 )
 
 
@@ -119,7 +120,7 @@ def _row(record: TrialRecord, source: str, suites: dict[str, Suite]) -> tuple[ob
         # A record that predates suites (or an imported one) gets its suite from tasks/suites.json.
         record.suite or suite_of(record.task, record.prompt_hash, suites=suites),
         record.sdk_package or grade.sdk_package or _legacy_sdk_package(record, source), record.sdk_registry_latest,
-        record.kind, record.condition_hash,
+        record.kind, record.condition_hash, record.regraded_from,
     )
 
 

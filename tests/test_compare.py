@@ -100,6 +100,7 @@ def test_compare_two_batches_by_hand(db: Path) -> None:
     assert result.fixed_codes == {"contract.calls": 1, "contract.entry": 3}
     assert result.unpaired == [("build", "t5", NS, "codex")]
     assert result.invalid == (0, 1) and result.graders == ("1.0", "1.1")
+    assert result.trial_changes == []  # two batches: trial numbers are not pairs
     text = render(result)
     assert "8/12 pass (67%) -> 9/11 pass (82%): +15 pts (95% " in text
     assert "sign test over tasks: 2 up, 1 down, 1 tied, two-sided p = 1" in text

@@ -55,6 +55,8 @@ class TrialRecord(RecordModel):
     # service) or would fail the same way (a missing key, skill or session; a contract the grader cannot check).
     # None on valid trials and on records that predate the field.
     retryable: bool | None = None
+    # `mcp-evals regrade`: the attempt whose agent work this attempt marked again (today's grader, the same work).
+    regraded_from: int | None = None
     grade: TrialGrade
     perf: TrialPerf = Field(default_factory=TrialPerf)
     memo_path: str | None = None

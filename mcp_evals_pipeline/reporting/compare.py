@@ -25,9 +25,8 @@ import duckdb
 from mcp_evals_pipeline.reporting import stats
 from mcp_evals_pipeline.sql_models import adhoc
 
-# One row per side x cell. `side` 0 / 1; a side's attempts: the current ones of its batch, or the newest of each slot
-# graded by the version it names.
-_CELLS = """
+# A side's attempts: the current ones of its batch, or the newest of each slot graded by the version it names.
+_CHOSEN = """
 WITH attempts AS (
     SELECT a.*, s.side,
            row_number() OVER (PARTITION BY s.side, a.slot ORDER BY a.attempt DESC) AS newest
@@ -39,6 +38,10 @@ chosen AS (
     SELECT *, valid AND scored_for_pass_rate AS scored, coalesce(kind, 'build') AS kind_
     FROM attempts WHERE newest = 1
 )
+"""
+
+# One row per side x cell.
+_CELLS = _CHOSEN + """
 SELECT
     side, kind_ AS kind, task, condition, agent_runner,
     string_agg(DISTINCT coalesce(agent_model, '-'), ', ' ORDER BY coalesce(agent_model, '-')) AS models,
@@ -52,6 +55,15 @@ SELECT
     list(failure_code ORDER BY trial) FILTER (WHERE scored AND NOT contract_pass) AS codes
 FROM chosen
 GROUP BY ALL
+"""
+
+# One row per side x trial slot: within one batch (a regrade) a slot is the same agent work on both sides.
+_TRIALS = _CHOSEN + """
+SELECT side, kind_ AS kind, task, condition, trial, agent_runner,
+       CASE WHEN NOT valid THEN 'invalid (' || coalesce(invalid_reason, '?') || ')'
+            WHEN contract_pass THEN 'pass'
+            ELSE 'fail: ' || coalesce(failing_check, '?') || ' (' || coalesce(failure_code, '?') || ')' END AS outcome
+FROM chosen
 """
 
 _WILSON = """
@@ -130,12 +142,20 @@ class Headline:
     detect_after: int | None
 
 
+@dataclass(frozen=True)
+class TrialChange:
+    key: tuple[str, str, str, int, str]  # kind, task, condition, trial, agent runner
+    before: str
+    after: str
+
+
 @dataclass
 class Comparison:
     a: Side
     b: Side
     headlines: list[Headline]
     flips: list[Flip]
+    trial_changes: list[TrialChange]  # one batch on both sides (a regrade): each trial whose outcome moved
     new_codes: dict[str, int]  # code -> failing trials of B
     fixed_codes: dict[str, int]  # code -> failing trials of A
     unpaired: list[Key]  # cells with valid trials on one side only
@@ -160,6 +180,8 @@ class Comparison:
             } for h in self.headlines],
             "flipped": [{"kind": f.key[0], "task": f.key[1], "condition": f.key[2], "agent": f.key[3],
                          "a": cell(f.before), "b": cell(f.after)} for f in self.flips],
+            "trialChanges": [{"kind": c.key[0], "task": c.key[1], "condition": c.key[2], "trial": c.key[3],
+                              "agent": c.key[4], "a": c.before, "b": c.after} for c in self.trial_changes],
             "newFailureCodes": self.new_codes, "fixedFailureCodes": self.fixed_codes,
             "unpaired": [list(k) for k in self.unpaired],
         }
@@ -214,13 +236,22 @@ def compare(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> Comparison:
 
     codes = [Counter(code for cell in cells.values() for code in cell.codes if code) for cells in sides]
     return Comparison(
-        a, b, headlines, flips,
+        a, b, headlines, flips, _trial_changes(con, a, b) if a.batch == b.batch else [],
         new_codes={c: n for c, n in sorted(codes[1].items()) if c not in codes[0]},
         fixed_codes={c: n for c, n in sorted(codes[0].items()) if c not in codes[1]},
         unpaired=unpaired,
         invalid=(sum(c.invalid for c in before.values()), sum(c.invalid for c in after.values())),
         graders=(", ".join(sorted(graders[0] - {""})), ", ".join(sorted(graders[1] - {""}))),
     )
+
+
+def _trial_changes(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> list[TrialChange]:
+    outcomes: list[dict[tuple[str, str, str, int, str], str]] = [{}, {}]
+    for r in _rows(con, adhoc(_TRIALS), [[a.batch, b.batch], [a.grader, b.grader]]):
+        outcomes[r["side"]][(r["kind"], r["task"], r["condition"], r["trial"], r["agent_runner"])] = r["outcome"]
+    before, after = outcomes
+    return [TrialChange(k, before[k], after[k]) for k in sorted(before.keys() & after.keys())
+            if before[k] != after[k]]
 
 
 def _pct(rate: float | None) -> str:
@@ -265,6 +296,11 @@ def render(result: Comparison) -> str:
                   f"{f.before.first_failing()} | {f.after.first_failing()} |" for f in result.flips]
     else:
         lines.append("None: every paired cell kept its verdict.")
+    if result.trial_changes:
+        lines += ["", "## Trials whose outcome moved (the same work on both sides)", "",
+                  "| kind | task | condition | trial | agent | before | after |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {c.key[0]} | {c.key[1]} | {c.key[2]} | {c.key[3]} | {c.key[4]} | {c.before} | {c.after} |"
+                  for c in result.trial_changes]
     lines += ["", "## Failure codes", ""]
     lines.append("- new: " + (", ".join(f"`{c}` x{n}" for c, n in result.new_codes.items()) or "none"))
     lines.append("- fixed: " + (", ".join(f"`{c}` x{n}" for c, n in result.fixed_codes.items()) or "none"))
