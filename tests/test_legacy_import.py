@@ -356,3 +356,29 @@ def test_our_grader_version_is_never_one_the_imported_runs_carry(legacy_runs: Pa
     pool their rows and ours as graded alike."""
     theirs = {load_run_file(run).manifest.grader_version for run in legacy_runs.glob("*/run.json")}
     assert theirs and GRADER_VERSION not in theirs
+
+
+def test_our_header_says_what_the_figures_are(tmp_path: Path) -> None:
+    """A replayed batch is labelled as recorded sessions; the judge is named only when it wrote memos; the title
+    is the batch date (a later start is named); sub-second medians and a batch without costs say so."""
+    run_dir = tmp_path / "runs" / RUN_ID
+    (run_dir / "trials" / "a").mkdir(parents=True)
+    (run_dir / "trials" / "a" / "memo.md").write_text("<!-- judge: status=skipped -->\n# Judge memo\n\nskipped\n")
+    trials = [_trial("alpha", "noskill+blank", n, passed=True, duration_ms=420, memo="trials/a/memo.md")
+              for n in (1, 2)]
+    trials = [t.model_copy(update={"perf": t.perf.model_copy(update={"cost_usd": None})}) for t in trials]
+    store = TrialStore(tmp_path / "evals.duckdb")
+    store.record_trials(trials)
+    store.record_run(RunFile(run_id=RUN_ID, batch_id="2026-11-30", started_at="2026-12-01T09:00:00Z",
+                             agent_runner="replay", judge_model="gpt-judge-test",
+                             manifest=RunManifest(grader_version="3.0.0", sandbox="local"), trials=trials), run_dir)
+    with store.connect() as con:
+        materialize_models(con)
+        report = render_report(RUN_ID, con)
+    lines = report.splitlines()
+    assert lines[0] == "# MCP server SDK agentic eval — 2026-11-30"
+    assert "batch `2026-11-30` (started 2026-12-01)" in lines[2]
+    assert "judge: skipped (no memo written; memos never move a number)" in lines[2]
+    assert lines[4].startswith("> **Recorded sessions, not an agent.**")
+    assert "- Median duration: 420 ms" in lines
+    assert "- Total cost: - (no trial reports a cost)" in lines

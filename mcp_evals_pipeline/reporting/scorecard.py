@@ -8,6 +8,7 @@ adoption, skill deltas, the pass^1..k curve, per-condition lines) appear only wh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -75,6 +76,8 @@ def _duration(ms: float | None) -> str:
     if ms is None:
         return "-"
     seconds = _round(float(ms) / 1000)
+    if seconds == 0 and float(ms) > 0:  # a replayed session: "0m00s" would read as no time at all
+        return f"{_round(float(ms))} ms"
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
@@ -108,18 +111,43 @@ def _agent(runner: object, model: object) -> str:
 
 # --- sections: each returns its lines, without the blank line that separates sections ------------------------------
 
-def _header(run: Row, trials: int) -> list[str]:
-    title = LEGACY_TITLE if run["source"] == "import" else TITLE
+def _judge(run: Row, base: Path, memo_paths: list[str]) -> str:
+    """The judge as the memos show it: a model named in the run's record wrote nothing when every memo says the
+    judge was skipped (--skip-judge, no key) or failed."""
+    if run["source"] == "import" or not run["judge_model"]:
+        return f"judge: {run['judge_model'] or 'none'}"
+    statuses: dict[str, int] = {}
+    for rel in memo_paths:
+        with contextlib.suppress(OSError):
+            status = memo_status((base / rel).read_text(encoding="utf-8", errors="replace"))[0]
+            statuses[status] = statuses.get(status, 0) + 1
+    written = statuses.get("written", 0)
+    if not written:
+        return "judge: skipped (no memo written; memos never move a number)"
+    return f"judge: {run['judge_model']} ({written} memo(s) written)"
+
+
+def _header(run: Row, trials: int, batch_date: object, judge: str) -> list[str]:
+    imported = run["source"] == "import"
+    title = LEGACY_TITLE if imported else TITLE
+    started = str(run["started_at"] or "")[:10]
+    # Our runs are titled by their batch date (the partition the figures belong to); the seed's by its start date.
+    date = started if imported or not batch_date else str(batch_date)[:10]
     parts = [
         f"Run `{run['run_id']}`",
-        f"batch `{run['batch_id']}`",
+        f"batch `{run['batch_id']}`" + (f" (started {started})" if started and started != date else ""),
         f"agent: {_agent(run['agent_runner'], run['agent_model'])}",
-        f"judge: {run['judge_model'] or 'none'}",
+        judge,
         f"grader {run['grader_version'] or '-'}",
         *([f"sandbox {run['sandbox']}"] if run["sandbox"] else []),
         f"{trials} trial(s)",
     ]
-    return [f"# {title} — {str(run['started_at'] or '')[:10]}", "", " · ".join(parts)]
+    lines = [f"# {title} — {date}", "", " · ".join(parts)]
+    if run["agent_runner"] == "replay" and not imported:
+        lines += ["", "> **Recorded sessions, not an agent.** The replay agent plays back each task's canned sessions "
+                      "(tasks/*/sessions/): these figures prove the harness and the markers, not the SDK. A finding "
+                      "about the SDK needs a live agent (`--agent codex`, `claude` or `openai`)."]
+    return lines
 
 
 def _suspects(con: duckdb.DuckDBPyConnection, run: Row) -> list[str]:
@@ -238,14 +266,19 @@ def _suites(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     return lines
 
 
-def _performance(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+def _performance(con: duckdb.DuckDBPyConnection, run_id: str, imported: bool) -> list[str]:
     rows = _rows(con, "SELECT * FROM performance WHERE run_id = ? ORDER BY condition", [run_id])
     head = next((r for r in rows if r["condition"] == ALL), None)
     lines = ["## Performance (passing trials)", ""]
     if head is None or not head["passes"]:
         lines.append("No passing trials.")
     else:
-        missing = " (some trials missing cost)" if head["total_cost_usd"] is None else ""
+        costed = con.execute("SELECT count(cost_usd) FROM trials WHERE run_id = ? AND valid",
+                             [run_id]).fetchone()
+        # The seed's wording for imported runs; ours says when no trial reports a cost at all.
+        missing = ("" if head["total_cost_usd"] is not None else
+                   " (no trial reports a cost)" if not imported and not (costed and costed[0])
+                   else " (some trials missing cost)")
         lines += [
             f"- Median duration: {_duration(head['median_duration_ms'])}",
             f"- Median turns: {_num(head['median_turns'])}",
@@ -535,8 +568,11 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
     if not found:
         raise LookupError(f"run {run_id!r} is not in the runs table")
     run = found[0]
-    trials = con.execute("SELECT count(*) FROM trials WHERE run_id = ?", [run_id]).fetchone()[0]
+    trials, batch_date = con.execute("SELECT count(*), min(batch_date) FROM trials WHERE run_id = ?",
+                                     [run_id]).fetchone() or (0, None)
     base = run_dir or (Path(run["run_dir"]) if run["run_dir"] else runs_dir() / run_id)
+    memo_paths = [r[0] for r in con.execute("SELECT memo_path FROM trials WHERE run_id = ? AND memo_path IS NOT NULL",
+                                            [run_id]).fetchall()]
     rates = _rows(con, "SELECT * FROM pass_rate WHERE run_id = ? ORDER BY condition, agent_runner, agent_model",
                   [run_id])
     pass_rate_lines, head = _pass_rate(rates)
@@ -548,11 +584,12 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
         _matrix(con, run_id),
         _pass_k(con, run_id),
         _suites(con, run_id),
-        _performance(con, run_id),
+        _performance(con, run_id, run["source"] == "import"),
         _failures(con, run_id, head),
         _sdk_paths(con, run_id),
         _static_adoption(con, run_id),
         _skill_deltas(con, run_id),
     ]
-    sections = [_header(run, int(trials)), *build, usage, _memos(con, run_id, base)]
+    sections = [_header(run, int(trials), batch_date, _judge(run, base, memo_paths)), *build, usage,
+                _memos(con, run_id, base)]
     return "\n\n".join("\n".join(lines) for lines in sections if lines) + "\n"
