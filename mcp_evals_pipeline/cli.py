@@ -134,6 +134,11 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
         err.print(_progress_line(done, total, result))
 
     results = anyio.run(lambda: verify_tasks(tasks, workers=workers, on_result=progress))
+    if not quick:  # a whole proof holds for `eval`'s gate until the task, grader or harness changes
+        from mcp_evals_pipeline.verify import proof_key, remember_proof
+
+        for task in tasks:
+            remember_proof(task, proof_key(task), [r for r in results if r.task_id == task.id])
     failed = [r for r in results if not r.ok]
     if as_json:
         click.echo(json.dumps({

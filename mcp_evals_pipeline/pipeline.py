@@ -56,7 +56,8 @@ from mcp_evals_pipeline.trials import (
     run_id_for,
     trial_key,
 )
-from mcp_evals_pipeline.verify import verify_tasks
+from mcp_evals_pipeline.verify import verify_gate
+from mcp_evals_pipeline.versions import GRADER_VERSION
 
 # The console shows one line per trial; Dagster's own event log stays in the instance (and the UI).
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -139,9 +140,14 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     recover_dead_runs(instance, echo)  # a killed batch's runs must not hold the pool's slots forever
 
     if request.verify:
-        echo(f"verify-tasks: {len(tasks)} task(s) before any agent runs")
-        results = anyio.run(lambda: verify_tasks(tasks, workers=3))
-        bad = [r for r in results if not r.ok]
+        gate = anyio.run(lambda: verify_gate(tasks, workers=3))
+        if gate.reused:
+            keys = ", ".join(f"{task} {key}" for task, key in sorted(gate.reused.items()))
+            echo(f"verify-tasks: {len(gate.reused)} of {len(tasks)} task(s) unchanged since proven (proof keys: task "
+                 f"files + grader {GRADER_VERSION} + harness code + toolchain + day: {keys})")
+        if len(gate.reused) < len(tasks):
+            echo(f"verify-tasks: proved {len(tasks) - len(gate.reused)} task(s) before any agent runs")
+        bad = gate.failed
         if bad:
             raise ValueError("verify-tasks failed, no agent was run: " + "; ".join(
                 f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}" for r in bad))

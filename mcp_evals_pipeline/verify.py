@@ -7,17 +7,26 @@ agent spend: a red trial means something only when the task's own solutions grad
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import functools
+import hashlib
+import json
+import os
+import platform
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 
 from mcp_evals_pipeline.contracts.failures import ContractCode, Infra, UsageCode
 from mcp_evals_pipeline.contracts.grade import STAGES, TrialGrade
 from mcp_evals_pipeline.kinds import kind_of
-from mcp_evals_pipeline.paths import cache_dir
+from mcp_evals_pipeline.paths import REPO_ROOT, cache_dir
 from mcp_evals_pipeline.tasks.catalog import Solution, Task
+from mcp_evals_pipeline.versions import GRADER_VERSION
 
 # What a negative may declare: the code of a stage of the ladder; a usage session: a usage.* code, or the usage
 # marker's one verdict that is neither pass nor fail (an injection case whose planted text never reached the model).
@@ -145,3 +154,98 @@ async def verify_tasks(
         for index, (task, solution) in enumerate(jobs):
             group.start_soon(one, index, task, solution)
     return [r for r in results if r is not None]
+
+
+# ---- proofs that still hold: the gate before a batch re-proves only what changed ---------------------------------
+#
+# A task proven (every solution graded as declared) stays proven while nothing that decides its grades changed:
+# its files (contract, prompt, solutions, sessions), GRADER_VERSION, the harness's code (the package, the servers
+# under evaluation, the suites file: a marker edited without a version bump still invalidates), the Node toolchain
+# pins and the Python, and the day (what the registries resolve a declared range to can change overnight, and
+# with it the SDK a solution is graded against). Only a passing proof is kept; a failing one is proven again.
+
+PROOFS_DIR = "verify-proofs"
+_CODE_ROOTS = ("mcp_evals_pipeline", "servers")
+
+
+def _digest(paths: list[Path], root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@functools.cache
+def _harness_fingerprint() -> str:
+    from mcp_evals_pipeline.node_toolchain import toolchain_key
+
+    files = [p for root in _CODE_ROOTS for p in (REPO_ROOT / root).rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+    suites = REPO_ROOT / "tasks" / "suites.json"
+    files += [suites] if suites.is_file() else []
+    return hashlib.sha256(f"{_digest(files, REPO_ROOT)}|{toolchain_key()}|{sys.version}|{platform.machine()}"
+                          .encode()).hexdigest()
+
+
+def _grading_settings() -> str:
+    """The environment that changes how grading runs (the boxes, the sandbox image): a proof under one box is not
+    a proof under another."""
+    names = ("MCP_EVALS_GRADER_BOX", "MCP_EVALS_UNSAFE_UNBOXED_GRADING", "MCP_EVALS_DOCKER_IMAGE",
+             "MCP_EVALS_TSC_WORKERS", "MCP_EVALS_SANDBOX_EGRESS_ALLOW")
+    return json.dumps({name: os.environ.get(name) for name in names}, sort_keys=True)
+
+
+def proof_key(task: Task, today: dt.date | None = None) -> str:
+    """What a task's proof depends on, hashed (shown to the user: a changed key explains a re-proof)."""
+    files = [p for p in task.dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    day = (today or dt.datetime.now(dt.UTC).date()).isoformat()
+    material = (f"{task.id}|{_digest(files, task.dir)}|grader {GRADER_VERSION}|{_harness_fingerprint()}|"
+                f"{_grading_settings()}|{day}")
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def _proof_file(task: Task) -> Path:
+    return cache_dir() / PROOFS_DIR / f"{task.id}.json"
+
+
+def still_proven(task: Task, key: str) -> bool:
+    try:
+        proof = json.loads(_proof_file(task).read_text())
+    except (OSError, ValueError):
+        return False
+    return proof.get("key") == key and proof.get("ok") is True
+
+
+def remember_proof(task: Task, key: str, results: list[VerifyResult]) -> None:
+    """Keep a passing proof (every solution of the task graded as declared); forget a failing one."""
+    path = _proof_file(task)
+    if not results or not all(r.ok for r in results):
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key, "ok": True, "grader": GRADER_VERSION, "solutions": len(results),
+                               "proven": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}))
+    tmp.replace(path)
+
+
+@dataclass(frozen=True)
+class Gate:
+    results: list[VerifyResult]  # of the tasks proven now
+    reused: dict[str, str]  # task id -> the key its proof still holds for
+
+    @property
+    def failed(self) -> list[VerifyResult]:
+        return [r for r in self.results if not r.ok]
+
+
+async def verify_gate(tasks: list[Task], *, workers: int = 3,
+                      on_result: Callable[[VerifyResult], None] | None = None) -> Gate:
+    """verify-tasks for the tasks whose proof no longer holds; the others' proofs are reused."""
+    keys = {task.id: proof_key(task) for task in tasks}
+    reused = {t.id: keys[t.id] for t in tasks if still_proven(t, keys[t.id])}
+    todo = [t for t in tasks if t.id not in reused]
+    results = await verify_tasks(todo, workers=workers, on_result=on_result) if todo else []
+    for task in todo:
+        remember_proof(task, keys[task.id], [r for r in results if r.task_id == task.id])
+    return Gate(results, reused)

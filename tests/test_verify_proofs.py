@@ -1,0 +1,56 @@
+"""The gate before a batch re-proves only what changed: a task's passing proof holds while its files, the grader
+version, the harness's code, the grading settings and the day are unchanged; a failing proof is never kept."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_evals_pipeline.tasks.catalog import load_task
+from mcp_evals_pipeline.verify import proof_key, still_proven, verify_gate
+
+from .conftest import TASKS
+
+TASK = "py-v4-01-basic-tool-server"
+
+
+def _task(root: Path):  # type: ignore[no-untyped-def]
+    """A copy of the task, with its golden and one negative (two gradings keep the test short)."""
+    shutil.copytree(TASKS / TASK, root / TASK)
+    task = load_task(root / TASK)
+    negative = next(s for s in task.solutions if s.kind == "negative")
+    return dataclasses.replace(task, solutions=(task.golden, negative))
+
+
+def test_a_proof_holds_until_something_it_rests_on_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = _task(tmp_path)
+    first = anyio.run(lambda: verify_gate([task]))
+    assert not first.failed and len(first.results) == 2 and first.reused == {}
+    key = proof_key(task)
+    second = anyio.run(lambda: verify_gate([task]))
+    assert second.results == [] and second.reused == {TASK: key}  # nothing graded again
+
+    # Each thing the proof rests on changes the key: the task's files, the grading settings, the day.
+    negative = task.solutions[1].path
+    (negative / "NOTES.md").write_text("a changed solution file\n")
+    assert proof_key(task) != key and not still_proven(task, proof_key(task))
+    (negative / "NOTES.md").unlink()
+    assert proof_key(task) == key
+    monkeypatch.setenv("MCP_EVALS_GRADER_BOX", "docker")
+    assert proof_key(task) != key
+    monkeypatch.delenv("MCP_EVALS_GRADER_BOX")
+    assert proof_key(task, today=dt.date(2020, 1, 1)) != key
+
+
+def test_a_failing_proof_is_never_kept(tmp_path: Path) -> None:
+    task = _task(tmp_path)
+    (task.golden.path / "server.py").write_text("def broken(:\n")
+    broken = dataclasses.replace(task, solutions=(task.golden,))
+    for _ in range(2):  # proven again each time: a failure is never remembered
+        gate = anyio.run(lambda: verify_gate([broken]))
+        assert gate.reused == {} and [r.got for r in gate.failed] == ["contract.typecheck"]
