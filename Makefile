@@ -15,13 +15,16 @@ $(STAMP): pyproject.toml uv.lock
 
 setup: $(STAMP)
 
-# The keyless default batch: verify-tasks, then replay agent x every build task x two conditions x 3 trials, as
-# Dagster runs in the project-local instance, then the SQL models and the scorecard; then the same for the usage
-# suite (noskill+blank only: usage tasks have no skill or scaffold). Both land in the same run (batch date x replay),
-# so the scorecard path printed last shows the build figures and the usage section (pass / miss / unsafe per case).
+# The keyless default: the earlier harness's 259 real runs imported when the store lacks them (the real trend and
+# its suspect markers); verify-tasks (proofs reused while nothing they rest on changed); the replay agent (recorded
+# sessions: they prove the harness, not the SDK) x every build task x two conditions x 3 trials, as Dagster runs in
+# the project-local instance, then the SQL models and the scorecard; the same for the usage suite (its baseline
+# `bare`); both land in one run (batch date x replay). Last, where to look.
 run: $(STAMP)
+	$(VENV)/bin/mcp-evals import-runs --if-missing tests/fixtures/legacy_runs.tar.xz
 	$(VENV)/bin/mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3
 	$(VENV)/bin/mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3
+	$(VENV)/bin/mcp-evals overview
 
 # The docker tests need an engine: scripts/docker_engine.sh starts the project's own (as root, from Debian's
 # packages) unless one answers on its socket, builds the sandbox image unless its content tag exists, runs pytest

@@ -374,12 +374,28 @@ def setup_agents(agents: tuple[str, ...]) -> None:
         out.print(f"{agent}: {CLI_PINS[agent][0]}@{CLI_PINS[agent][1]} -> {ensure_pinned_cli(agent)}")
 
 
+def _legacy_ids(source: Path) -> set[str]:
+    """The run ids of a directory of seed-format runs (those whose run.json parses)."""
+    from mcp_evals_pipeline.legacy_import import RUN_FILE, filled_run, find_run_dirs, load_run
+
+    ids = set()
+    for run_dir in find_run_dirs(source):
+        try:
+            ids.add(filled_run(load_run(run_dir / RUN_FILE)).run_id)
+        except ValueError:
+            continue
+    return ids
+
+
 @main.command("rebuild-db")
 def rebuild_db() -> None:
-    """Rebuild the DuckDB database from the files under eval_results/runs/."""
+    """Rebuild the DuckDB database from the files under eval_results/runs/ (the SQL models too)."""
     from mcp_evals_pipeline.runs import rebuild_database
+    from mcp_evals_pipeline.sql_models import materialize_models
 
     summary = rebuild_database(runs_dir(), database_path())
+    with TrialStore().connect() as con:
+        materialize_models(con)
     out.print(f"{database_path()}: {summary.rows} trial rows from {summary.runs} runs")
     for error in summary.errors:
         err.print(f"[red]skipped[/] {error}")
@@ -388,12 +404,39 @@ def rebuild_db() -> None:
 
 
 @main.command("import-runs")
-@click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def import_runs_cmd(source: Path) -> None:
-    """Import seed-format run directories (run.json, report.md, memos) of the earlier harness."""
-    from mcp_evals_pipeline.legacy_import import import_runs
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.option("--if-missing", is_flag=True,
+              help="Do nothing when the store already holds every run of SOURCE (what `make run` does).")
+def import_runs_cmd(source: Path, if_missing: bool) -> None:
+    """Import seed-format run directories (run.json, report.md, memos) of the earlier harness: a directory, or a
+    .tar.xz / .tar.gz archive of one (tests/fixtures/legacy_runs.tar.xz: the 259 real runs). The SQL models are
+    refreshed after."""
+    import tarfile
+    import tempfile
 
-    summary = import_runs(source, TrialStore(), runs_dir())
+    from mcp_evals_pipeline.legacy_import import find_run_dirs, import_runs
+    from mcp_evals_pipeline.sql_models import materialize_models
+
+    store = TrialStore()
+    with tempfile.TemporaryDirectory(prefix="import-runs-") as unpacked:
+        if source.is_file():
+            try:
+                with tarfile.open(source) as archive:
+                    archive.extractall(unpacked, filter="data")  # no links or paths out of the directory
+            except (tarfile.TarError, OSError) as exc:
+                err.print(f"[red]error:[/] {source} is neither a directory nor a readable tar archive: {exc}")
+                sys.exit(2)
+            source = Path(unpacked)
+        if if_missing:
+            with store.connect() as con:
+                have = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+            wanted = len(find_run_dirs(source))
+            if wanted and len(have) >= wanted and _legacy_ids(source) <= have:
+                out.print(f"import-runs: the store already holds the {wanted} runs of the archive")
+                return
+        summary = import_runs(source, store, runs_dir())
+    with store.connect() as con:
+        materialize_models(con)  # every table current after rows changed
     out.print(f"imported {summary.runs} runs ({summary.trials} trials, {summary.files_written} files written) "
               f"into {runs_dir()} and {database_path()}")
     for skipped in summary.errors:
@@ -527,6 +570,50 @@ def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> N
                       f"{r['passed']}/{r['valid_scored']}", str(r["invalid"]), f"{r['tasks']}{task_marker}",
                       f"{r['grader_versions']}{marker}")
     out.print(table)
+
+
+@main.command("overview")
+@click.option("--run", "run_ids", multiple=True, help="Name these runs' scorecards (e.g. the batch just run).")
+def overview_cmd(run_ids: tuple[str, ...]) -> None:
+    """Where to look after a run: the trend of every series (real runs first), the scorecards, the UI, the DuckDB
+    file and three queries to start from."""
+    from mcp_evals_pipeline.sql_models import materialize_models
+
+    store = TrialStore()
+    with store.connect() as con:
+        materialize_models(con, names=["stg_trials", "trends", "suspect_markers"])
+        series = con.execute("""
+            SELECT suite, agent_runner, coalesce(agent_model, '-') AS model, count(*) AS batches,
+                   min(batch_date) AS first, max(batch_date) AS last, sum(passed) AS passed,
+                   sum(valid_scored) AS valid, count(*) FILTER (WHERE grader_boundary) AS grader_changes,
+                   list(round(100 * pass_rate) ORDER BY batch_date DESC)[1:6] AS recent
+            FROM trends WHERE condition = '*' GROUP BY suite, agent_runner, agent_model
+            ORDER BY bool_or(agent_runner = 'replay'), suite, agent_runner
+        """).fetchall()
+        suspects = con.execute("SELECT count(DISTINCT task) FROM suspect_markers").fetchone()
+        counts = con.execute("SELECT count(*), count(*) FILTER (WHERE source = 'import') FROM trials").fetchone()
+    table = Table("suite", "agent/model", "batches", "from", "to", "passed/valid", "latest batches (newest first)",
+                  "grader changes", title="trends (condition: all; `mcp-evals trends` for every batch)")
+    for suite, runner, model, batches, first, last, passed, valid, changes, recent in series:
+        label = f"{runner}/{model}" + (" [yellow](recorded sessions)[/]" if runner == "replay" else "")
+        rates = " ".join("-" if r is None else f"{int(r)}%" for r in recent)
+        table.add_row(str(suite), label, str(batches), str(first), str(last), f"{int(passed)}/{int(valid)}", rates,
+                      str(changes))
+    out.print(table)
+    total, imported = counts or (0, 0)
+    out.print(f"{total} trials in {store.path} ({imported} imported from the earlier harness's real runs); "
+              f"{(suspects or (0,))[0]} task(s) flagged by suspect_markers (a contract bug, not an SDK finding, "
+              "until a reader checks)")
+    for run_id in run_ids:
+        out.print(f"scorecard: {runs_dir() / run_id / 'report.md'}")
+    out.print("UI: make ui (then Assets, or Jobs > trials_job); the weekly synthesis: mcp-evals synthesize --dry-run")
+    out.print(f"SQL on {store.path} (README: Querying DuckDB), for example:")
+    for query in ("SELECT * FROM suspect_markers;",
+                  "SELECT suite, batch_date, agent_runner, pass_rate, wilson_low, wilson_high FROM trends "
+                  "WHERE condition = '*' ORDER BY batch_date DESC LIMIT 20;",
+                  "SELECT task, condition, failure_code, failing_check, count(*) AS trials FROM trials "
+                  "WHERE valid AND NOT contract_pass GROUP BY ALL ORDER BY trials DESC LIMIT 10;"):
+        out.print(f"  {query}")
 
 
 @main.command("synthesize")

@@ -38,6 +38,13 @@ def test_import_report_trends_and_rebuild_on_real_runs(cli, legacy_runs: Path, t
     imported = cli("import-runs", str(legacy_runs))
     assert imported.returncode == 0, imported.stderr
     assert "imported 259 runs (775 trials" in imported.stdout
+    # The models are current at once: the README's query answers right after an import.
+    with duckdb.connect(str(tmp_path / "results" / "evals.duckdb"), read_only=True) as con:
+        suspects = {r[0] for r in con.execute("SELECT task FROM suspect_markers").fetchall()}
+    assert {"v2-10-multi-view-incident-console", "v2-11-middleware-protected-audit"} <= suspects, suspects
+    # What `make run` does on a store that already holds the archive's runs: nothing.
+    again = cli("import-runs", "--if-missing", str(REPO / "tests" / "fixtures" / "legacy_runs.tar.xz"))
+    assert again.returncode == 0 and "already holds the 259 runs" in again.stdout, again.stderr
     run_id = "v2-02-stateful-ticket-queue--noskill+blank--codex--2026-09-09T14-07-38"
     report = cli("report", "--run", run_id)
     assert report.returncode == 0, report.stderr
