@@ -12,6 +12,7 @@ its quotes are verified against the memos and transcripts exactly like the judge
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import tempfile
@@ -40,6 +41,8 @@ from mcp_evals_pipeline.paths import results_dir as default_results_dir
 from mcp_evals_pipeline.paths import runs_dir, synthesis_dir
 from mcp_evals_pipeline.sql_models import scoped_select
 from mcp_evals_pipeline.store import TrialStore
+
+log = logging.getLogger(__name__)
 
 # The synthesis model is a gpt* model like the judge, so it needs the judge's key.
 SYNTHESIS_KEY_ENV = JUDGE_KEY_ENV
@@ -980,7 +983,12 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
     target_dir = Path(out_dir) if out_dir else synthesis_dir()
     target_dir.mkdir(parents=True, exist_ok=True)
     result.report_path = target_dir / f"{end.isoformat()}.md"
-    result.report_path.write_text(render_report(result), encoding="utf-8")
+    text = render_report(result)
+    if results_dir is None:
+        trend = _trend_picture(store or TrialStore(), target_dir / f"{end.isoformat()}-trend.png", end)
+        if trend is not None:
+            text += f"\n## Trend\n\n![Pass rate per batch up to {end.isoformat()}]({trend.name})\n"
+    result.report_path.write_text(text, encoding="utf-8")
 
     if slack and webhook:
         base = os.environ.get(REPORT_BASE_URL_ENV, "").rstrip("/")
@@ -989,6 +997,21 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
         _post_slack(webhook, result.slack_text)
         result.slack_posted = True
     return result
+
+
+def _trend_picture(store: TrialStore, path: Path, end: date) -> Path | None:
+    """The trend chart beside the synthesis (every suite and agent up to the window's end); a picture that cannot
+    be drawn never costs the report its figures."""
+    from mcp_evals_pipeline.reporting.plots import trend_chart
+    from mcp_evals_pipeline.sql_models import materialize_models
+
+    try:
+        with store.connect() as con:
+            materialize_models(con, names=["stg_trials", "trends"])
+            return trend_chart(con, path, until=end)
+    except Exception as exc:  # logged; the report is written without it
+        log.warning("synthesis: no trend picture: %s: %s", type(exc).__name__, exc)
+        return None
 
 
 def stats_json(stats: WeekStats) -> str:

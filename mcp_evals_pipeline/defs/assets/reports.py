@@ -5,11 +5,13 @@ import datetime as dt
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 
 from mcp_evals_pipeline.defs.assets.sql_models import MODELS
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
+from mcp_evals_pipeline.reporting import plots
 from mcp_evals_pipeline.reporting.scorecard import render_report
 from mcp_evals_pipeline.runs import write_run_file
 from mcp_evals_pipeline.store import TrialStore
@@ -35,9 +37,13 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
         "SELECT DISTINCT run_id FROM trials WHERE batch_date = ?::DATE AND source = 'pipeline' ORDER BY run_id",
         [batch_date])]
     written, broken = [], []
+    pictures: dict[str, dg.MetadataValue] = {}
     for run_id in run_ids:
         try:
             written.append(str(write_scorecard(str(run_id), eval_store.runs(), store)))
+            pictures.update({f"{run_id}: {p.name}": dg.MetadataValue.path(str(p))
+                             for p in (Path(written[-1]).parent / name for name in ("trend.png", "grid.png"))
+                             if p.is_file()})
         except Exception as exc:  # one broken run never costs the others their scorecards
             context.log.error(f"{run_id}: scorecard not written: {type(exc).__name__}: {exc}")
             broken.append(f"{run_id}: {type(exc).__name__}: {' '.join(str(exc).split())[:500]}")  # one line
@@ -50,7 +56,21 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
         "broken_runs": dg.MetadataValue.text("\n".join(broken) or "none"),
         "passed": headline["passed"] or 0,
         "valid_scored": headline["valid"] or 0,
+        **_inline_picture(written),
+        **pictures,
     })
+
+
+def _inline_picture(reports: list[str]) -> dict[str, dg.MetadataValue]:
+    """The first run's trend, inline in the UI (a data URI: the UI cannot read the results directory)."""
+    import base64
+
+    for report in reports:
+        trend = Path(report).parent / "trend.png"
+        if trend.is_file():
+            data = base64.b64encode(trend.read_bytes()).decode()
+            return {"trend": dg.MetadataValue.md(f"![trend](data:image/png;base64,{data})")}
+    return {}
 
 
 def write_scorecard(run_id: str, runs_root: Path, store: TrialStore) -> Path:
@@ -61,8 +81,21 @@ def write_scorecard(run_id: str, runs_root: Path, store: TrialStore) -> Path:
     write_run_file(run_dir, store)
     with store.connect() as con:
         report = render_report(run_id, con)
-    (run_dir / "report.md").write_text(report)
+        pictures = run_pictures(con, run_id, run_dir)
+    (run_dir / "report.md").write_text(report + "\n" + "\n".join(plots.markdown(pictures, run_dir)) + "\n"
+                                       if pictures else report)
     return run_dir / "report.md"
+
+
+def run_pictures(con: duckdb.DuckDBPyConnection, run_id: str, run_dir: Path) -> list[tuple[str, Path]]:
+    """trend.png (the run's suites, every agent, up to its batch) and grid.png (its trials) beside report.md."""
+    found = con.execute("SELECT list(DISTINCT coalesce(suite, '(none)')), max(batch_date) FROM trials "
+                        "WHERE run_id = ?", [run_id]).fetchone()
+    suites, until = found if found else ([], None)
+    pictures = [("Trend of the run's suites (Wilson 95% bands; red: grader changed, grey: task set changed)",
+                 plots.trend_chart(con, run_dir / "trend.png", until=until, suites=suites or None)),
+                ("Trials of this run", plots.trial_grid(con, run_id, run_dir / "grid.png"))]
+    return [(caption, path) for caption, path in pictures if path is not None]
 
 
 @dg.asset(
