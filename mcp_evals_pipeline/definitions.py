@@ -12,7 +12,7 @@ from mcp_evals_pipeline.defs.checks import (
     trial_rows_are_current,
     usage_within_floor_and_ceiling,
 )
-from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
+from mcp_evals_pipeline.defs.jobs import catalog_job, reports_job, synthesis_job, trials_job
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.defs.schedules import (
     baseline_schedule,
@@ -24,7 +24,7 @@ from mcp_evals_pipeline.defs.schedules import (
 defs = dg.Definitions(
     assets=[task_catalog, trial, sql_models, batch_scorecard, weekly_synthesis],
     asset_checks=[trial_rows_are_current, pass_rate_above_floor, usage_within_floor_and_ceiling],
-    jobs=[trials_job, reports_job, synthesis_job],
+    jobs=[catalog_job, trials_job, reports_job, synthesis_job],
     schedules=[baseline_schedule, batch_reports_schedule, synthesis_schedule, usage_schedule],
     resources={"eval_store": EvalStore()},
 )

@@ -34,9 +34,6 @@ from pydantic import Field
 from mcp_evals_pipeline.agents import agent_entry
 from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
-from mcp_evals_pipeline.defs.assets.reports import batch_scorecard
-from mcp_evals_pipeline.defs.assets.sql_models import sql_models
-from mcp_evals_pipeline.defs.assets.trials import trial
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
@@ -138,6 +135,15 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
     store = store or EvalStore()
     recover_dead_runs(instance, echo)  # a killed batch's runs must not hold the pool's slots forever
+    # The lineage root first: the catalog every trial of the batch reads, with its promptHashes, as of now.
+    token, catalog_tags = launch_tags(tags_for(request, batch_date))
+    with RunWatch(instance, token, echo):
+        catalog = job("catalog_job").execute_in_process(instance=instance, run_config=QUIET, tags=catalog_tags,
+                                                        raise_on_error=False)
+    _raise_if_interrupted(catalog)
+    if not catalog.success:
+        failure = next((e.step_failure_data.error for e in catalog.all_events if e.is_step_failure), None)
+        raise ValueError(f"task_catalog failed, no agent was run: {failure.message.strip() if failure else '?'}")
 
     if request.verify:
         gate = anyio.run(lambda: verify_gate(tasks, workers=3))
@@ -153,7 +159,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                 f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}" for r in bad))
 
     config = request.trial_options()
-    tags = {"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}
+    tags = tags_for(request, batch_date)
     failed = 0
     skipped = 0
     if request.resume:
@@ -198,10 +204,14 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
 
     token, report_tags = launch_tags(tags)
     with RunWatch(instance, token, echo):
-        reports_run = dg.materialize([sql_models, batch_scorecard], partition_key=batch_date, instance=instance,
-                                     resources={"eval_store": store}, run_config=QUIET, tags=report_tags,
-                                     raise_on_error=False)
+        reports_run = job("reports_job").execute_in_process(
+            partition_key=batch_date, instance=instance, resources={"eval_store": store}, run_config=QUIET,
+            tags=report_tags, raise_on_error=False)
     _raise_if_interrupted(reports_run)
+    for check in reports_run.get_asset_check_evaluations():
+        if not check.passed:
+            echo(f"check {check.check_name} on {check.asset_key.to_user_string()} did not pass: "
+                 f"{_check_detail(check.metadata)}")
     broken: list[str] = []
     if not reports_run.success:
         failed += 1
@@ -248,8 +258,8 @@ def materialize_trial(instance: dg.DagsterInstance, store: EvalStore, batch_date
     waits for a pool slot."""
     token, run_tags = launch_tags(tags)
     with RunWatch(instance, token, *([echo] if echo else [])):
-        result = dg.materialize(
-            [trial], partition_key=multi_key(batch_date, key), instance=instance, resources={"eval_store": store},
+        result = job("trials_job").execute_in_process(
+            partition_key=multi_key(batch_date, key), instance=instance, resources={"eval_store": store},
             run_config={"ops": {"trial": {"config": config}}, **QUIET}, tags=run_tags, raise_on_error=False,
         )
     _raise_if_interrupted(result)
@@ -258,6 +268,25 @@ def materialize_trial(instance: dg.DagsterInstance, store: EvalStore, batch_date
     meta = result.asset_materializations_for_node("trial")[0].metadata
     return TrialRunOutcome(True, result.run_id, str(meta["outcome"].value),
                            str(meta["failure_code"].value) if meta["failure_code"].value else None)
+
+
+def tags_for(request: BatchRequest, batch_date: str) -> dict[str, str]:
+    return {"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}
+
+
+def job(name: str) -> dg.JobDefinition:
+    """A job of the project's definitions (what the UI shows by name), run in this process with the batch's
+    store as its resource."""
+    from mcp_evals_pipeline.definitions import defs  # lazily: the definitions import every domain module
+
+    return defs.resolve_job_def(name)
+
+
+def _check_detail(metadata: dict[str, Any]) -> str:
+    for name in ("violations", "problems"):
+        if name in metadata:
+            return " ".join(str(metadata[name].value).split())[:300]
+    return "see the Dagster UI"
 
 
 def _raise_if_interrupted(result: dg.ExecuteInProcessResult) -> None:

@@ -223,6 +223,15 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
                                        batch_date="2026-11-25", verify=False), instance, said.append, store)
         usage = run_batch(BatchRequest(agent="replay", task_ids=cases, conditions=["bare"], trials=3,
                                        batch_date="2026-11-25"), instance, said.append, store)
+        # The UI shows the project's jobs by name, the lineage root materialized and the checks evaluated.
+        jobs = sorted(r.job_name for r in instance.get_runs())
+        assert jobs == ["catalog_job"] * 2 + ["reports_job"] * 2 + ["trials_job"] * 7, jobs
+        assert instance.get_latest_materialization_event(dg.AssetKey("task_catalog")) is not None
+        for asset, check in (("trial", "trial_rows_are_current"), ("pass_rate", "pass_rate_above_floor"),
+                             ("usage_trends", "usage_within_floor_and_ceiling")):
+            history = instance.event_log_storage.get_asset_check_execution_history(
+                dg.AssetCheckKey(dg.AssetKey(asset), check), limit=5)
+            assert len(history) == 2, (asset, check)  # once per batch, not once per trial
     assert (build.failed_runs, usage.failed_runs, usage.trial_runs) == (0, 0, 6), said
     assert usage.run_id == build.run_id and usage.reports
     report = usage.reports[0].read_text()
