@@ -23,12 +23,13 @@ Answer = dict[str, Any]
 
 
 def reply(content: str | None = None, tool_calls: list[dict[str, Any]] | None = None,
-          prompt_tokens: int = 100, completion_tokens: int = 20) -> Answer:
+          prompt_tokens: int = 100, completion_tokens: int = 20, delay_s: float = 0.0) -> Answer:
+    """An answer; `delay_s`: how long the model "thinks" first (requests are answered side by side)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
     return {"kind": "reply", "message": message, "usage": (prompt_tokens, completion_tokens),
-            "finish_reason": "tool_calls" if tool_calls else "stop"}
+            "finish_reason": "tool_calls" if tool_calls else "stop", "delay": delay_s}
 
 
 def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +112,7 @@ class ScriptedOpenAI:
                     self._send(answer["status"], {"error": {"message": answer["message"], "type": "server_error"}})
                     return
                 prompt_tokens, completion_tokens = answer["usage"]
+                outer._closing.wait(answer.get("delay", 0.0))
                 self._send(200, {
                     "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
                     "created": int(time.time()), "model": body.get("model", "scripted"),
