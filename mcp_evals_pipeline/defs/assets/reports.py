@@ -106,7 +106,7 @@ def run_pictures(con: duckdb.DuckDBPyConnection, run_id: str, run_dir: Path) -> 
     description=(
         "Weekly synthesis: code computes every figure over the week's trials and memos; the pinned model writes "
         "recurring struggles, quoted evidence and proposed issues for human review to "
-        "eval_results/synthesis/<date>.md. Without OPENAI_API_KEY the figures are written and the model part is "
+        "`eval_results/synthesis/<date>.md`. Without OPENAI_API_KEY the figures are written and the model part is "
         "marked skipped."
     ),
 )

@@ -30,7 +30,7 @@ class TrialConfig(dg.Config, TrialOptions):
 
     agent: str = Field(default=DEFAULT_AGENT, description=f"The agent runner: {agents_help()}")
     options: dict[str, str] = Field(default_factory=dict,  # Dagster config values are strings
-                                    description="Runner options, e.g. session=<file> (replay), max_retries=2")
+                                    description="Runner options, e.g. `session=<file>` (replay), `max_retries=2`")
     base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint of the openai agent")
     max_retries: int = Field(default=2, ge=0, description="Dagster retries of an attempt invalid for infra")
     retry_backoff_s: float = Field(default=30.0, ge=0, description="Wait before the first retry; doubles")
@@ -58,7 +58,7 @@ class TrialConfig(dg.Config, TrialOptions):
     kinds={"python", "duckdb"},
     description=(
         "One trial: prepare a fresh sandbox (starter/scaffold/skill), run the agent, capture transcript.jsonl and "
-        "TrialPerf, grade with the functional grader, write eval_results/runs/<runId>/trials/<key>/ and the row "
+        "TrialPerf, grade with the functional grader, write `eval_results/runs/<runId>/trials/<key>/` and the row "
         "in DuckDB. Infra failures become valid=false rows; a retryable one is retried with backoff (each retry "
         "a new attempt, the newest current); re-materializing adds an attempt and makes it current."
     ),
