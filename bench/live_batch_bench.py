@@ -2,10 +2,11 @@
 
     .venv/bin/python bench/live_batch_bench.py [--trial-seconds 60] [--parallel 27] [--suite mcp-use]
 
+The batch is the suite's baseline tasks (tasks/suites.json: nine for mcp-use) x `--trials`.
 A local OpenAI-compatible server (tests/support/openai_server.py: real HTTP, the real `openai` client of the openai
 runner) plays a model that writes the task's golden files one `write_file` call per turn and then says it is done,
 answering each turn after a fixed delay so that one trial's agent phase takes about `--trial-seconds`. The batch is
-`mcp-evals eval --agent openai --suite S --trials 3 --parallel N` (the suite's baseline: 9 tasks x 3 = 27 trials) in
+`mcp-evals eval --agent openai --task T... --trials 3 --parallel N` (9 tasks x 3 = 27 trials) in
 a temporary results directory and Dagster instance whose `sandbox` pool allows N trials at once. Prints the wall
 time of the batch, the slowest trial, the grading CPU time of all trials (from their stage timings' sum is not CPU,
 so the batch's own CPU time is measured: user + system of the eval and its workers), and the target: wall <= 1.5 x
@@ -29,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from mcp_evals_pipeline.tasks.catalog import discover_tasks  # noqa: E402 - after the path is set
+from mcp_evals_pipeline.tasks.suites import get_suite  # noqa: E402
 from tests.support.openai_server import ScriptedOpenAI, call, reply  # noqa: E402
 
 
@@ -77,8 +79,9 @@ def main() -> None:
                "DAGSTER_HOME": str(home), "OPENAI_API_KEY": "sk-bench-not-a-key", "OPENAI_BASE_URL": server.base_url}
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
-        done = subprocess.run([str(REPO / ".venv" / "bin" / "mcp-evals"), "eval", "--agent", "openai", "--suite",
-                               args.suite, "--trials", str(args.trials), "--parallel", str(args.parallel),
+        selection = [arg for task in get_suite(args.suite).baseline_tasks for arg in ("--task", task)]
+        done = subprocess.run([str(REPO / ".venv" / "bin" / "mcp-evals"), "eval", "--agent", "openai", *selection,
+                               "--trials", str(args.trials), "--parallel", str(args.parallel),
                                "--no-verify", "--skip-judge"], cwd=REPO, env=env, capture_output=True, text=True,
                               check=False)
         wall = time.monotonic() - started
