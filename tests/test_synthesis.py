@@ -340,6 +340,9 @@ def test_synthesize_writes_report_and_posts_to_slack(week: TrialStore, tmp_path:
     assert "**1 of 4 quoted spans were not found verbatim" in report
     assert "- `the SDK crashed on import`" in report
     assert result.missing_sections == []
+    # The trend up to the window's end, beside the report and embedded in it.
+    assert "\n## Trend\n\n![Pass rate per batch up to 2026-11-30](2026-11-30-trend.png)" in report
+    assert (report_path.parent / "2026-11-30-trend.png").read_bytes().startswith(b"\x89PNG")
 
     (body,) = slack_hook.bodies
     text = str(body["text"])
