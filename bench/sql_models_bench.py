@@ -203,13 +203,13 @@ def pandas_metrics(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     # cell_matrix: tasks with a valid unscored trial in the run are source-imports, reported elsewhere
     df["unscored_valid"] = df["valid"] & ~df["scored_for_pass_rate"]
     cells = df.groupby(["run_id", "task", "condition"], dropna=False, sort=False).agg(
-        passes=("passed", "sum"), valid_scored=("scored", "sum"), trials=("scored", "size"),
+        passed=("passed", "sum"), valid_scored=("scored", "sum"), trials=("scored", "size"),
         invalid=("invalid", "sum"), has_unscored=("unscored_valid", "any")).reset_index()
     cells = cells[~cells.groupby(["run_id", "task"])["has_unscored"].transform("any")].drop(columns="has_unscored")
     out["cell_matrix"] = cells
 
     # pass_k
-    counted = cells[cells["valid_scored"] > 0].assign(all_pass=lambda c: c["passes"] == c["valid_scored"])
+    counted = cells[cells["valid_scored"] > 0].assign(all_pass=lambda c: c["passed"] == c["valid_scored"])
     kagg = {"cells": ("valid_scored", "size"), "k": ("valid_scored", "min"), "all_pass_cells": ("all_pass", "sum")}
     groups = pd.concat([cells[["run_id"]].drop_duplicates().assign(condition="*"),
                         cells[["run_id", "condition"]].drop_duplicates()], ignore_index=True)
@@ -222,7 +222,7 @@ def pandas_metrics(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
     # pass_k_curve: mean over cells with n >= k of C(c,k)/C(n,k)
     both = pd.concat([counted.assign(condition="*"), counted], ignore_index=True)
-    c, n = both["passes"].to_numpy(float), both["valid_scored"].to_numpy(float)
+    c, n = both["passed"].to_numpy(float), both["valid_scored"].to_numpy(float)
     curves = []
     for k in range(1, int(n.max()) + 1 if len(n) else 1):
         mask = n >= k
@@ -240,12 +240,12 @@ def pandas_metrics(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
                          workspace_part=cells["condition"].str.split("+", n=1).str[1].fillna(""))
     sides = sides[sides["skill_part"].isin(["skill", "noskill"])]
     wide = sides.pivot_table(index=["run_id", "workspace_part", "task"], columns="skill_part",
-                             values=["passes", "valid_scored"], aggfunc="sum")
+                             values=["passed", "valid_scored"], aggfunc="sum")
     by_task = pd.DataFrame(index=wide.index)
     for side in ("skill", "noskill"):
-        present = wide[("passes", side)].notna() if ("passes", side) in wide else pd.Series(False, index=wide.index)
+        present = wide[("passed", side)].notna() if ("passed", side) in wide else pd.Series(False, index=wide.index)
         by_task[f"has_{side}"] = present
-        by_task[f"{side}_passed"] = wide.get(("passes", side), 0).fillna(0).astype("int64")
+        by_task[f"{side}_passed"] = wide.get(("passed", side), 0).fillna(0).astype("int64")
         by_task[f"{side}_valid"] = wide.get(("valid_scored", side), 0).fillna(0).astype("int64")
     by_task = by_task.reset_index()
     keep = (by_task.groupby(["run_id", "workspace_part"])["has_skill"].transform("any")
@@ -272,27 +272,27 @@ def pandas_metrics(trials: pd.DataFrame) -> dict[str, pd.DataFrame]:
     # performance: medians over passing trials, cost over valid trials (unknown if any is missing)
     medians = {f"median_{col}": (col, "median") for col in
                ("duration_ms", "turns", "tool_calls", "tokens_in", "tokens_out")}
-    perf = _star(df, ["run_id"], {"passes": ("passed", "sum")})
+    perf = _star(df, ["run_id"], {"passed": ("passed", "sum")})
     perf = perf.merge(_star(df[df["passed"]], ["run_id"], medians), on=["run_id", "condition"], how="left")
     valid = df[df["valid"]].assign(cost_missing=lambda v: v["cost_usd"].isna())
     cost = _star(valid, ["run_id"], {"cost_sum": ("cost_usd", "sum"), "missing": ("cost_missing", "any")})
     cost["total_cost_usd"] = cost["cost_sum"].where(~cost["missing"])
     perf = perf.merge(cost[["run_id", "condition", "total_cost_usd"]], on=["run_id", "condition"], how="left")
-    perf["cost_per_success"] = perf["total_cost_usd"] / perf["passes"].where(perf["passes"] > 0)
-    out["performance"] = perf[["run_id", "condition", "passes", "median_duration_ms", "median_turns",
+    perf["cost_per_success"] = perf["total_cost_usd"] / perf["passed"].where(perf["passed"] > 0)
+    out["performance"] = perf[["run_id", "condition", "passed", "median_duration_ms", "median_turns",
                                "median_tool_calls", "median_tokens_in", "median_tokens_out", "total_cost_usd",
                                "cost_per_success"]]
 
     # breakdowns
     failed = df[df["scored"] & ~df["contract_pass"]]
     out["failure_breakdown"] = failed.groupby(["run_id", "failure_code"], dropna=False).size() \
-        .rename("trials").reset_index()
+        .rename("failed").reset_index()
     out["sdk_path_breakdown"] = df.groupby(["run_id", "sdk_path"], dropna=False).agg(
-        trials=("valid", "size"), valid_trials=("valid", "sum"), invalid_trials=("invalid", "sum")).reset_index()
+        trials=("valid", "size"), valid=("valid", "sum"), invalid=("invalid", "sum")).reset_index()
     out["invalid_breakdown"] = df[~df["valid"]].groupby(["run_id", "invalid_reason"], dropna=False).size() \
-        .rename("trials").reset_index()
+        .rename("invalid").reset_index()
     out["static_adoption"] = df[df["unscored_valid"]].groupby(["run_id", "task", "condition"]).agg(
-        trials=("valid", "size"), passes=("contract_pass", "sum")).reset_index()
+        valid=("valid", "size"), passed=("contract_pass", "sum")).reset_index()
 
     # trends: one series per suite x agent x model x condition
     df = df.assign(suite=df["suite"].fillna("(none)"),

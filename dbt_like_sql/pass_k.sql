@@ -7,8 +7,8 @@ SELECT
     CASE WHEN grouping(condition) = 1 THEN '*' ELSE condition END AS condition,
     count(*) FILTER (WHERE valid_scored > 0) AS cells,
     min(valid_scored) FILTER (WHERE valid_scored > 0) AS k,
-    count(*) FILTER (WHERE valid_scored > 0 AND passes = valid_scored) AS all_pass_cells,
-    count(*) FILTER (WHERE valid_scored > 0 AND passes = valid_scored)
+    count(*) FILTER (WHERE valid_scored > 0 AND passed = valid_scored) AS all_pass_cells,
+    count(*) FILTER (WHERE valid_scored > 0 AND passed = valid_scored)
         / nullif(count(*) FILTER (WHERE valid_scored > 0), 0) AS pass_k,
     coalesce(min(valid_scored) FILTER (WHERE valid_scored > 0) >= 2, false) AS reported
 FROM {{ ref('cell_matrix') }}

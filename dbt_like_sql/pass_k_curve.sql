@@ -1,8 +1,8 @@
 -- The pass^k curve per run and condition ('*' = all cells of the run), k = 1 .. the largest valid scored count
 -- of the group: value = mean, over cells with n >= k, of C(c, k) / C(n, k), the unbiased estimator of the chance
--- that k fresh trials all pass (c = passes, n = valid scored trials); `cells` = how many cells entered the mean.
+-- that k fresh trials all pass (c = passed, n = valid scored trials); `cells` = how many cells entered the mean.
 WITH cells AS (
-    SELECT run_id, condition, passes AS c, valid_scored AS n FROM {{ ref('cell_matrix') }} WHERE valid_scored > 0
+    SELECT run_id, condition, passed AS c, valid_scored AS n FROM {{ ref('cell_matrix') }} WHERE valid_scored > 0
 ),
 -- Cells come in few shapes (c, n), so each group is counted by shape and the ratio computed once per shape.
 shapes AS (

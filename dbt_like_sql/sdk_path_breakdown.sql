@@ -2,8 +2,8 @@
 SELECT
     run_id, sdk_path,
     count(*) AS trials,
-    count(*) FILTER (WHERE valid) AS valid_trials,
-    count(*) FILTER (WHERE NOT valid) AS invalid_trials
+    count(*) FILTER (WHERE valid) AS valid,
+    count(*) FILTER (WHERE NOT valid) AS invalid
 FROM {{ ref('stg_trials') }}
 GROUP BY run_id, sdk_path
 ORDER BY run_id, trials DESC, sdk_path

@@ -3,7 +3,7 @@
 -- either side has no valid scored trial.
 WITH cells AS (
     SELECT
-        run_id, task, passes, valid_scored,
+        run_id, task, passed, valid_scored,
         split_part(condition, '+', 1) AS skill_part,
         split_part(condition, '+', 2) AS workspace_part
     FROM {{ ref('cell_matrix') }}
@@ -11,9 +11,9 @@ WITH cells AS (
 by_task AS (
     SELECT
         run_id, workspace_part, task,
-        coalesce(sum(passes) FILTER (WHERE skill_part = 'skill'), 0) AS skill_passed,
+        coalesce(sum(passed) FILTER (WHERE skill_part = 'skill'), 0) AS skill_passed,
         coalesce(sum(valid_scored) FILTER (WHERE skill_part = 'skill'), 0) AS skill_valid,
-        coalesce(sum(passes) FILTER (WHERE skill_part = 'noskill'), 0) AS noskill_passed,
+        coalesce(sum(passed) FILTER (WHERE skill_part = 'noskill'), 0) AS noskill_passed,
         coalesce(sum(valid_scored) FILTER (WHERE skill_part = 'noskill'), 0) AS noskill_valid,
         bool_or(skill_part = 'skill') AS has_skill,
         bool_or(skill_part = 'noskill') AS has_noskill

@@ -320,7 +320,7 @@ def _performance(con: duckdb.DuckDBPyConnection, start: date, end: date) -> Perf
     row = found[0]
     medians = {column: None if row[f"median_{column}"] is None else float(row[f"median_{column}"])
                for column in ("duration_ms", "turns", "tool_calls", "tokens_in", "tokens_out")}
-    return Performance(int(row["passes"]), medians, row["total_cost_usd"], row["cost_per_success"])
+    return Performance(int(row["passed"]), medians, row["total_cost_usd"], row["cost_per_success"])
 
 
 def _suspects(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[Suspect]:
@@ -402,7 +402,7 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
     if len(versions) > 1:
         notes.append("This window crosses a grader-version boundary: figures mix grading semantics.")
     by_condition = "SELECT * FROM m WHERE condition = '*' ORDER BY run_id"
-    summed = "SELECT task, sum(passes) AS passed, sum({total}) AS valid_scored, {invalid} AS invalid FROM m " \
+    summed = "SELECT task, sum(passed) AS passed, sum({total}) AS valid_scored, {invalid} AS invalid FROM m " \
              "GROUP BY task ORDER BY task"
     return WeekStats(
         start_date=start, end_date=end, days=days, source="database connection",
@@ -415,13 +415,13 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
         by_agent=[_rate(r) for r in model("pass_rate", BY_AGENT, by_condition)],
         by_batch=[_rate(r) for r in model("pass_rate", BY_BATCH, by_condition)],
         static_adoption=[RateRow(r["task"], int(r["passed"]), int(r["valid_scored"]), None) for r in model(
-            "static_adoption", POOLED, summed.format(total="trials", invalid="NULL"))],
-        invalid_by_reason=_pairs(model("invalid_breakdown", POOLED, "SELECT * FROM m ORDER BY trials DESC, 1"),
-                                 "invalid_reason", "trials"),
-        failure_codes=_pairs(model("failure_breakdown", POOLED, "SELECT * FROM m ORDER BY trials DESC, 1"),
-                             "failure_code", "trials"),
-        sdk_paths=_pairs(model("sdk_path_breakdown", POOLED, "SELECT * FROM m ORDER BY valid_trials DESC, 1"),
-                         "sdk_path", "valid_trials"),
+            "static_adoption", POOLED, summed.format(total="valid", invalid="NULL"))],
+        invalid_by_reason=_pairs(model("invalid_breakdown", POOLED, "SELECT * FROM m ORDER BY invalid DESC, 1"),
+                                 "invalid_reason", "invalid"),
+        failure_codes=_pairs(model("failure_breakdown", POOLED, "SELECT * FROM m ORDER BY failed DESC, 1"),
+                             "failure_code", "failed"),
+        sdk_paths=_pairs(model("sdk_path_breakdown", POOLED, "SELECT * FROM m ORDER BY valid DESC, 1"),
+                         "sdk_path", "valid"),
         failing_checks=_failing_checks(failed),
         pass_k=_pass_k(con, start, end),
         performance=_performance(con, start, end),

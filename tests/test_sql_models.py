@@ -27,19 +27,19 @@ from mcp_evals_pipeline.store import TrialStore
 COLUMNS: dict[str, list[str]] = {
     "pass_rate": ["run_id", "batch_id", "batch_date", "agent_runner", "agent_model", "condition", "passed",
                   "valid_scored", "trials", "invalid", "pass_rate", "wilson_low", "wilson_high"],
-    "cell_matrix": ["run_id", "task", "condition", "passes", "valid_scored", "trials", "invalid"],
+    "cell_matrix": ["run_id", "task", "condition", "passed", "valid_scored", "trials", "invalid"],
     "pass_k": ["run_id", "condition", "cells", "k", "all_pass_cells", "pass_k", "reported"],
     "pass_k_curve": ["run_id", "condition", "k", "value", "cells"],
     "skill_deltas": ["run_id", "workspace_part", "skill_passed", "skill_valid", "skill_rate", "noskill_passed",
                      "noskill_valid", "noskill_rate", "delta", "paired_tasks", "paired_delta"],
     "skill_deltas_by_task": ["run_id", "workspace_part", "task", "skill_passed", "skill_valid", "noskill_passed",
                              "noskill_valid", "delta"],
-    "performance": ["run_id", "condition", "passes", "median_duration_ms", "median_turns", "median_tool_calls",
+    "performance": ["run_id", "condition", "passed", "median_duration_ms", "median_turns", "median_tool_calls",
                     "median_tokens_in", "median_tokens_out", "total_cost_usd", "cost_per_success"],
-    "failure_breakdown": ["run_id", "failure_code", "trials"],
-    "sdk_path_breakdown": ["run_id", "sdk_path", "trials", "valid_trials", "invalid_trials"],
-    "invalid_breakdown": ["run_id", "invalid_reason", "trials"],
-    "static_adoption": ["run_id", "task", "condition", "trials", "passes"],
+    "failure_breakdown": ["run_id", "failure_code", "failed"],
+    "sdk_path_breakdown": ["run_id", "sdk_path", "trials", "valid", "invalid"],
+    "invalid_breakdown": ["run_id", "invalid_reason", "invalid"],
+    "static_adoption": ["run_id", "task", "condition", "valid", "passed"],
     "trends": ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "grader_versions",
                "tasks", "passed", "valid_scored", "invalid", "pass_rate", "wilson_low", "wilson_high",
                "grader_boundary", "task_set_boundary", "task_set"],
@@ -236,7 +236,7 @@ def test_pass_rate(db: Path) -> None:
 
 
 def test_cell_matrix(db: Path) -> None:
-    assert _rows(db, "SELECT task, condition, passes, valid_scored, trials, invalid FROM cell_matrix "
+    assert _rows(db, "SELECT task, condition, passed, valid_scored, trials, invalid FROM cell_matrix "
                      "WHERE run_id IN ('R1', 'R3') ORDER BY run_id, task, condition") == [
         # R1; t-static is source-imports and absent; t-gamma under noskill held only invalid trials
         ("t-alpha", NS, 2, 3, 3, 0),
@@ -311,16 +311,16 @@ def test_performance(db: Path) -> None:
         ("R1", SK, 7, 6000.0, 23.0, 33.0, 1000.0, 70.0, None, None),
     ])
     # R3: no passes under skill+scaffold, and its only trial is invalid, so there is no cost at all.
-    assert _rows(db, "SELECT condition, passes, median_turns, total_cost_usd, cost_per_success FROM performance "
+    assert _rows(db, "SELECT condition, passed, median_turns, total_cost_usd, cost_per_success FROM performance "
                      "WHERE run_id = 'R3'") == _approx([
         ("*", 3, 1.0, 0.03, 0.01), (NS, 3, 1.0, 0.03, 0.01), ("skill+scaffold", 0, None, None, None)])
 
 
 def test_breakdowns(db: Path) -> None:
-    assert _rows(db, "SELECT failure_code, trials FROM failure_breakdown WHERE run_id = 'R1'") == [
+    assert _rows(db, "SELECT failure_code, failed FROM failure_breakdown WHERE run_id = 'R1'") == [
         ("contract.entry", 2), ("contract.calls", 1), ("contract.tools", 1)]  # t-static's imports failure: unscored
     assert _rows(db, "SELECT * FROM failure_breakdown WHERE run_id = 'R2'") == [("R2", "contract.entry", 1)]
-    assert _rows(db, "SELECT sdk_path, trials, valid_trials, invalid_trials FROM sdk_path_breakdown "
+    assert _rows(db, "SELECT sdk_path, trials, valid, invalid FROM sdk_path_breakdown "
                      "WHERE run_id = 'R1'") == [("mcp-use", 13, 13, 0), ("official-sdk", 4, 4, 0), ("unknown", 4, 0, 4)]
     assert _rows(db, "SELECT * FROM invalid_breakdown WHERE run_id LIKE 'R%'") == [
         ("R1", "infra.agent", 3), ("R1", "infra.sandbox", 1), ("R3", "infra.agent", 1)]

@@ -164,7 +164,7 @@ class Comparison:
 
     def as_dict(self) -> dict[str, Any]:
         def cell(c: Cell) -> dict[str, Any]:
-            return {"passes": c.passes, "valid": c.valid, "unsafe": c.unsafe, "invalid": c.invalid,
+            return {"passed": c.passes, "valid": c.valid, "unsafe": c.unsafe, "invalid": c.invalid,
                     "verdict": c.verdict, "failing": c.first_failing(), "models": c.models}
 
         return {

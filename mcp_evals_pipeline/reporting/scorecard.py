@@ -215,7 +215,7 @@ def _matrix(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     rows = _rows(con, "SELECT * FROM cell_matrix WHERE run_id = ? AND valid_scored > 0 ORDER BY task, condition",
                  [run_id])
     lines = ["## Matrix", "", "| Task | Condition | Passes/Trials |", "|---|---|---|"]
-    lines += [f"| {r['task']} | {r['condition']} | {_count(r['passes'], r['valid_scored'])} |" for r in rows]
+    lines += [f"| {r['task']} | {r['condition']} | {_count(r['passed'], r['valid_scored'])} |" for r in rows]
     return lines
 
 
@@ -270,7 +270,7 @@ def _performance(con: duckdb.DuckDBPyConnection, run_id: str, imported: bool) ->
     rows = _rows(con, "SELECT * FROM performance WHERE run_id = ? ORDER BY condition", [run_id])
     head = next((r for r in rows if r["condition"] == ALL), None)
     lines = ["## Performance (passing trials)", ""]
-    if head is None or not head["passes"]:
+    if head is None or not head["passed"]:
         lines.append("No passing trials.")
     else:
         costed = con.execute("SELECT count(cost_usd) FROM trials WHERE run_id = ? AND valid",
@@ -293,7 +293,7 @@ def _performance(con: duckdb.DuckDBPyConnection, run_id: str, imported: bool) ->
                   "| Condition | Passes | Duration | Turns | Tool calls | Tokens in/out | Total cost | Cost/success |",
                   "|---|---|---|---|---|---|---|---|"]
         lines += [
-            f"| {r['condition']} | {int(r['passes'] or 0)} | {_duration(r['median_duration_ms'])} | "
+            f"| {r['condition']} | {int(r['passed'] or 0)} | {_duration(r['median_duration_ms'])} | "
             f"{_num(r['median_turns'])} | {_num(r['median_tool_calls'])} | "
             f"{_num(r['median_tokens_in'])} / {_num(r['median_tokens_out'])} | {_usd(r['total_cost_usd'])} | "
             f"{_usd(r['cost_per_success'])} |"
@@ -303,12 +303,12 @@ def _performance(con: duckdb.DuckDBPyConnection, run_id: str, imported: bool) ->
 
 
 def _failures(con: duckdb.DuckDBPyConnection, run_id: str, head: Row | None) -> list[str]:
-    failures = _rows(con, "SELECT * FROM failure_breakdown WHERE run_id = ? ORDER BY trials DESC, failure_code",
+    failures = _rows(con, "SELECT * FROM failure_breakdown WHERE run_id = ? ORDER BY failed DESC, failure_code",
                      [run_id])
-    invalid = _rows(con, "SELECT * FROM invalid_breakdown WHERE run_id = ? ORDER BY trials DESC, invalid_reason",
+    invalid = _rows(con, "SELECT * FROM invalid_breakdown WHERE run_id = ? ORDER BY invalid DESC, invalid_reason",
                     [run_id])
     lines = ["## Failure breakdown", ""]
-    lines += [f"- `{r['failure_code']}`: {int(r['trials'])}" for r in failures] or ["No contract failures."]
+    lines += [f"- `{r['failure_code']}`: {int(r['failed'])}" for r in failures] or ["No contract failures."]
     # The headline row counts invalid trials; a run whose trials were all invalid may lack one.
     if head is not None:
         invalid_count = int(head["invalid"] or 0)
@@ -317,7 +317,7 @@ def _failures(con: duckdb.DuckDBPyConnection, run_id: str, head: Row | None) -> 
                                   [run_id])[0]["n"])
     lines += ["", f"Invalid trials: {invalid_count}"]
     if invalid:
-        lines += ["", *(f"- `{r['invalid_reason']}`: {int(r['trials'])}" for r in invalid)]
+        lines += ["", *(f"- `{r['invalid_reason']}`: {int(r['invalid'])}" for r in invalid)]
     return lines
 
 
@@ -338,7 +338,7 @@ def _static_adoption(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
         "",
         "| Task | Condition | Passes/Trials |",
         "|---|---|---|",
-        *(f"| {r['task']} | {r['condition']} | {_count(r['passes'], r['trials'])} |" for r in rows),
+        *(f"| {r['task']} | {r['condition']} | {_count(r['passed'], r['valid'])} |" for r in rows),
     ]
 
 
