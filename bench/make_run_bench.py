@@ -32,7 +32,9 @@ def make_run(env: dict[str, str]) -> tuple[float, list[tuple[str, float]]]:
     steps: list[tuple[str, float]] = []
     current, since = None, started
     assert proc.stdout is not None
+    seen: list[str] = []
     for line in proc.stdout:
+        seen = [*seen[-40:], line]
         match = STEP.match(line.strip())
         if match:
             now = time.monotonic()
@@ -40,7 +42,7 @@ def make_run(env: dict[str, str]) -> tuple[float, list[tuple[str, float]]]:
                 steps.append((current, now - since))
             current, since = line.strip().split("mcp-evals ", 1)[1][:70], now
     if proc.wait() != 0:
-        raise SystemExit(f"make run failed with exit code {proc.returncode}")
+        raise SystemExit(f"make run failed with exit code {proc.returncode}:\n{''.join(seen)}")
     end = time.monotonic()
     if current:
         steps.append((current, end - since))
