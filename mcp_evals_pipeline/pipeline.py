@@ -148,9 +148,9 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     if request.verify:
         gate = anyio.run(lambda: verify_gate(tasks, workers=3))
         if gate.reused:
-            keys = ", ".join(f"{task} {key}" for task, key in sorted(gate.reused.items()))
+            proofs = ", ".join(f"{task} {key}" for task, key in sorted(gate.reused.items()))
             echo(f"verify-tasks: {len(gate.reused)} of {len(tasks)} task(s) unchanged since proven (proof keys: task "
-                 f"files + grader {GRADER_VERSION} + harness code + toolchain + day: {keys})")
+                 f"files + grader {GRADER_VERSION} + harness code + toolchain + day: {proofs})")
         if len(gate.reused) < len(tasks):
             echo(f"verify-tasks: proved {len(tasks) - len(gate.reused)} task(s) before any agent runs")
         bad = gate.failed

@@ -54,3 +54,30 @@ def test_a_failing_proof_is_never_kept(tmp_path: Path) -> None:
     for _ in range(2):  # proven again each time: a failure is never remembered
         gate = anyio.run(lambda: verify_gate([broken]))
         assert gate.reused == {} and [r.got for r in gate.failed] == ["contract.typecheck"]
+
+
+def test_a_batch_whose_proofs_hold_runs_its_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gate of `eval`: the first batch proves the task, the second reuses the proof, says so and still runs
+    every trial (make run's second run once ran none: the gate's message clobbered the batch's trial keys)."""
+    import dagster as dg
+
+    from mcp_evals_pipeline.defs.resources import EvalStore
+    from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
+
+    task_dir = tmp_path / "tasks" / TASK
+    shutil.copytree(TASKS / TASK, task_dir)
+    shutil.rmtree(task_dir / "alternates")
+    for negative in (task_dir / "negatives").iterdir():
+        if negative.name != "wrong-sum":
+            shutil.rmtree(negative)
+    monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tmp_path / "tasks"))
+    store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
+    said: list[str] = []
+    with dg.instance_for_test() as instance:
+        for _ in range(2):
+            outcome = run_batch(BatchRequest(agent="replay", task_ids=[TASK], trials=2, batch_date="2026-11-30"),
+                                instance, said.append, store)
+            assert (outcome.failed_runs, outcome.trial_runs) == (0, 2), said
+    assert sum("proved 1 task(s)" in line for line in said) == 1
+    assert sum("1 of 1 task(s) unchanged since proven" in line for line in said) == 1
+    assert sum(f"{TASK}--noskill+blank--t2: pass" in line for line in said) == 2
