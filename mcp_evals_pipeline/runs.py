@@ -16,6 +16,7 @@ from pathlib import Path
 from mcp_evals_pipeline import models
 from mcp_evals_pipeline.conditions import skill_hash
 from mcp_evals_pipeline.contracts.records import RunFile, RunManifest, TrialRecord
+from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, get_task
 from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites
@@ -88,6 +89,25 @@ def write_run_file(run_dir: Path, store: TrialStore | None = None) -> RunFile:
     if store is not None:
         store.record_run(run, run_dir)
     return run
+
+
+def index_missing_runs(runs_root: Path, store: TrialStore) -> tuple[list[str], list[str]]:
+    """run.json and a `runs` row for every run whose trials are indexed but which has none yet (trials
+    materialized from the UI or a backfill: only the scorecard wrote runs before). Returns (indexed run ids,
+    "<run id>: <why>" for those that could not be: a broken run never stops the others)."""
+    missing = [str(r["run_id"]) for r in store.query(
+        "SELECT DISTINCT run_id FROM trials WHERE run_id IS NOT NULL AND source = 'pipeline' "
+        "AND run_id NOT IN (SELECT run_id FROM runs) ORDER BY run_id")]
+    done, broken = [], []
+    for run_id in missing:
+        try:
+            run_dir = runs_root / check_id(run_id, "run id")
+            if run_dir.is_dir():
+                write_run_file(run_dir, store)
+                done.append(run_id)
+        except Exception as exc:  # corrupt files, an id that would leave the results root
+            broken.append(f"{run_id}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+    return done, broken
 
 
 def load_run_file(path: Path) -> RunFile:

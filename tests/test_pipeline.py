@@ -163,3 +163,22 @@ def test_one_broken_run_does_not_cost_the_others_their_scorecards(store: EvalSto
     assert "## Pass rate" in (runs / f"{DATE}--replay--default" / "report.md").read_text()
     assert (runs / f"{DATE}--replay--default" / "run.json").exists()
     assert not (runs / "0-corrupt--replay--default" / "report.md").exists()
+
+
+def test_models_after_a_backfill_index_the_run_and_describe_their_tables(store: EvalStore) -> None:
+    """Trials materialized on their own (as a UI backfill does), then only the models: the run gets its run.json
+    and `runs` row, and each model asset carries its row count, column schema and owner."""
+    with dg.instance_for_test() as instance:
+        assert _trial(instance, store, f"{TASK}--noskill+blank--t2").success
+        assert store.store().query("SELECT count(*) AS n FROM runs") == [{"n": 0}]
+        models = dg.materialize([sql_models], instance=instance, resources={"eval_store": store})
+        assert models.success
+    run_id = f"{DATE}--replay--default"
+    assert store.store().query("SELECT run_id FROM runs") == [{"run_id": run_id}]
+    assert (Path(store.runs_root) / run_id / "run.json").is_file()
+    meta = next(m for m in models.asset_materializations_for_node("sql_models")
+                if m.asset_key == dg.AssetKey("pass_rate")).metadata
+    assert meta["dagster/row_count"].value == 2  # the run's '*' row and its one condition
+    columns = {c.name: c.type for c in meta["dagster/column_schema"].schema.columns}
+    assert columns["pass_rate"] == "DOUBLE" and columns["passed"] == "BIGINT"
+    assert all(spec.owners == ["team:evals"] for spec in sql_models.specs)
