@@ -150,14 +150,24 @@ DOCKER_ENGINE_FAILED = 125  # `docker run`'s own failure (no image, a bad mount,
 _NAME_FLAG = "--name"
 
 
+def _cli() -> str:
+    return shutil.which("docker") or "docker"
+
+
+def _probe() -> tuple[str | None, tuple[str, ...]]:
+    """(why no server container can start here or None, the names of the variables the image sets), probed once
+    per engine and image."""
+    from mcp_evals_pipeline.sandbox.docker_backend import DockerConfig
+
+    return _probe_image(os.environ.get("DOCKER_HOST", ""), DockerConfig.from_env().image)
+
+
 @functools.cache
 def _probe_image(host: str, image: str) -> tuple[str | None, tuple[str, ...]]:
-    """(why no server container can start here or None, the names of the variables the image sets)."""
-    cli = shutil.which("docker")
-    if cli is None:
+    if shutil.which("docker") is None:
         return "MCP_EVALS_GRADER_BOX=docker but no docker CLI is installed", ()
     try:
-        done = subprocess.run([cli, *_host_args(), "image", "inspect", "--format", "{{json .Config.Env}}", image],
+        done = subprocess.run([_cli(), *_host_args(), "image", "inspect", "--format", "{{json .Config.Env}}", image],
                               capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"the Docker engine at {host or 'the default socket'} does not answer: {exc}", ()
@@ -167,15 +177,9 @@ def _probe_image(host: str, image: str) -> tuple[str | None, tuple[str, ...]]:
     return None, tuple(item.split("=", 1)[0] for item in json.loads(done.stdout or "null") or [])
 
 
-def _image() -> str:
-    from mcp_evals_pipeline.sandbox.docker_backend import DockerConfig
-
-    return DockerConfig.from_env().image
-
-
 def _docker_problem() -> str | None:
-    """Why no server container can be started here (None: one can); probed once per engine and image."""
-    return _probe_image(os.environ.get("DOCKER_HOST", ""), _image())[0]
+    """Why no server container can be started here (None: one can)."""
+    return _probe()[0]
 
 
 def _host_args() -> list[str]:
@@ -190,7 +194,7 @@ def _docker_prefix(readable: Iterable[Path], writable: list[Path], cwd: Path,
 
     config = DockerConfig.from_env()
     env_names = list(env_names)
-    image_env = _probe_image(os.environ.get("DOCKER_HOST", ""), config.image)[1]
+    image_env = _probe()[1]
     # One mount per target (a later kind wins: a read-only bind over the run directory's node_modules, which the
     # runtime also names as readable). Nested mounts: the engine mounts by depth of the target, so a read-only
     # node_modules lands on top of the writable run directory whatever the order here.
@@ -201,7 +205,7 @@ def _docker_prefix(readable: Iterable[Path], writable: list[Path], cwd: Path,
         "--mount", f"type=bind,source={src},target={dst}" + (",readonly" if mode == "ro" else ""))]
     name = f"mcp-evals-server-{uuid.uuid4().hex[:12]}"
     args = [
-        shutil.which("docker") or "docker", *_host_args(), "run", "--rm", "--interactive", _NAME_FLAG, name,
+        _cli(), *_host_args(), "run", "--rm", "--interactive", _NAME_FLAG, name,
         "--label", f"{LABEL}=1",
         "--network", "host", "--ipc", "private", "--read-only", "--init",
         "--tmpfs", f"/tmp:rw,nosuid,nodev,size={config.tmp_size},mode=1777",
@@ -237,7 +241,7 @@ def server_pid(proc: subprocess.Popen[bytes]) -> int | None:
         return proc.pid
     if name not in _pids:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            done = subprocess.run([shutil.which("docker") or "docker", *_host_args(), "inspect", "--format",
+            done = subprocess.run([_cli(), *_host_args(), "inspect", "--format",
                                    "{{.State.Pid}}", name], capture_output=True, text=True, timeout=10, check=False)
             if done.returncode == 0 and done.stdout.strip().isdigit() and int(done.stdout) > 0:
                 _pids[name] = int(done.stdout)
@@ -256,5 +260,5 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     if name is not None:
         _pids.pop(name, None)
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run([shutil.which("docker") or "docker", *_host_args(), "rm", "--force", name],
+            subprocess.run([_cli(), *_host_args(), "rm", "--force", name],
                            capture_output=True, timeout=60, check=False)

@@ -11,7 +11,6 @@ from mcp_evals_pipeline.defs.assets.sql_models import MODELS
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
-from mcp_evals_pipeline.reporting import plots
 from mcp_evals_pipeline.reporting.scorecard import render_report
 from mcp_evals_pipeline.runs import write_run_file
 from mcp_evals_pipeline.store import TrialStore
@@ -78,17 +77,20 @@ def write_scorecard(run_id: str, runs_root: Path, store: TrialStore) -> Path:
     run_dir = runs_root / check_id(run_id, "run id")
     if not run_dir.is_dir():
         raise FileNotFoundError(f"no run directory at {run_dir}")
+    from mcp_evals_pipeline.reporting.plots import markdown  # lazily: matplotlib is not paid by every defs load
+
     write_run_file(run_dir, store)
     with store.connect() as con:
         report = render_report(run_id, con)
         pictures = run_pictures(con, run_id, run_dir)
-    (run_dir / "report.md").write_text(report + "\n" + "\n".join(plots.markdown(pictures, run_dir)) + "\n"
+    (run_dir / "report.md").write_text(report + "\n" + "\n".join(markdown(pictures, run_dir)) + "\n"
                                        if pictures else report)
     return run_dir / "report.md"
 
 
 def run_pictures(con: duckdb.DuckDBPyConnection, run_id: str, run_dir: Path) -> list[tuple[str, Path]]:
     """trend.png (the run's suites, every agent, up to its batch) and grid.png (its trials) beside report.md."""
+    from mcp_evals_pipeline.reporting import plots
     found = con.execute("SELECT list(DISTINCT coalesce(suite, '(none)')), max(batch_date) FROM trials "
                         "WHERE run_id = ?", [run_id]).fetchone()
     suites, until = found if found else ([], None)
