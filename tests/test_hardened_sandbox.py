@@ -129,8 +129,10 @@ def test_background_processes_live_between_commands_and_die_at_close(workspace: 
         started = sb.run(f"(setsid sleep {marker} &) ; nohup sleep {marker}1 >/dev/null 2>&1 & "
                          "python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & sleep 1; echo ok", 10)
         assert started.exit_code == 0, started.output
-        reach = sb.run("python3 -c \"import urllib.request; print(urllib.request.urlopen("
-                       "'http://127.0.0.1:8765/', timeout=5).status)\"", 15)
+        # polled, not slept on: on a busy machine the server may take longer than the second above to listen
+        reach = sb.run("python3 -c \"import time, urllib.request\nfor _ in range(100):\n    try:\n"
+                       "        print(urllib.request.urlopen('http://127.0.0.1:8765/', timeout=5).status); break\n"
+                       "    except OSError:\n        time.sleep(0.2)\"", 30)
         assert "200" in reach.output, reach.output  # a server backgrounded by one command serves the next
         assert len(naming(f"sleep {marker}")) >= 2
     assert not naming(f"sleep {marker}"), "a backgrounded process outlived the sandbox"
