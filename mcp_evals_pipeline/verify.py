@@ -7,6 +7,7 @@ agent spend: a red trial means something only when the task's own solutions grad
 from __future__ import annotations
 
 import dataclasses
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -204,13 +205,18 @@ def proof_key(task: Task, today: dt.date | None = None) -> str:
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
-def _proof_file(task: Task) -> Path:
-    return cache_dir() / PROOFS_DIR / f"{task.id}.json"
+PROOF_DAYS = 3  # a task's proofs older than this are deleted when it is proven again (the key holds the day)
+
+
+def _proof_file(task: Task, key: str) -> Path:
+    """One file per task and key: two copies of a task (another tasks dir, a test's copy) or two checkouts' code
+    never overwrite each other's proof, so neither proves again for the other's sake."""
+    return cache_dir() / PROOFS_DIR / task.id / f"{key}.json"
 
 
 def still_proven(task: Task, key: str) -> bool:
     try:
-        proof = json.loads(_proof_file(task).read_text())
+        proof = json.loads(_proof_file(task, key).read_text())
     except (OSError, ValueError):
         return False
     return proof.get("key") == key and proof.get("ok") is True
@@ -218,12 +224,17 @@ def still_proven(task: Task, key: str) -> bool:
 
 def remember_proof(task: Task, key: str, results: list[VerifyResult]) -> None:
     """Keep a passing proof (every solution of the task graded as declared); forget a failing one."""
-    path = _proof_file(task)
+    path = _proof_file(task, key)
     if not results or not all(r.ok for r in results):
         path.unlink(missing_ok=True)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    stale = time.time() - PROOF_DAYS * 86400
+    for old in path.parent.glob("*.json"):
+        with contextlib.suppress(OSError):
+            if old.stat().st_mtime < stale:
+                old.unlink()
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"key": key, "ok": True, "grader": GRADER_VERSION, "solutions": len(results),
                                "proven": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}))
     tmp.replace(path)

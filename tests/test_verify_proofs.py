@@ -22,6 +22,9 @@ TASK = "py-v4-01-basic-tool-server"
 def _task(root: Path):  # type: ignore[no-untyped-def]
     """A copy of the task, with its golden and one negative (two gradings keep the test short)."""
     shutil.copytree(TASKS / TASK, root / TASK)
+    # A file of its own: the copy's key is its own, so no proof an earlier test or run left in the shared cache
+    # (the same files on the same day) is reused.
+    (root / TASK / "COPY.md").write_text(f"{root}\n")
     task = load_task(root / TASK)
     negative = next(s for s in task.solutions if s.kind == "negative")
     return dataclasses.replace(task, solutions=(task.golden, negative))
@@ -45,6 +48,21 @@ def test_a_proof_holds_until_something_it_rests_on_changes(tmp_path: Path, monke
     assert proof_key(task) != key
     monkeypatch.delenv("MCP_EVALS_GRADER_BOX")
     assert proof_key(task, today=dt.date(2020, 1, 1)) != key
+
+
+def test_two_copies_of_a_task_keep_their_own_proofs(tmp_path: Path) -> None:
+    """Another tasks dir's copy of a task (or another checkout's code) has its own key and its own proof file:
+    proving one never costs the other its proof (two batches side by side once proved again and again)."""
+    from mcp_evals_pipeline.verify import remember_proof
+
+    first, second = _task(tmp_path / "a"), _task(tmp_path / "b")
+    (second.dir / "NOTES.md").write_text("a copy that differs\n")
+    ok = anyio.run(lambda: verify_gate([first])).results
+    assert ok and all(r.ok for r in ok)
+    remember_proof(second, proof_key(second), ok)
+    assert proof_key(first) != proof_key(second)
+    assert still_proven(first, proof_key(first)) and still_proven(second, proof_key(second))
+    assert anyio.run(lambda: verify_gate([first, second])).results == []  # neither proven again
 
 
 def test_a_failing_proof_is_never_kept(tmp_path: Path) -> None:
