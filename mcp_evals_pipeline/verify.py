@@ -6,8 +6,8 @@ agent spend: a red trial means something only when the task's own solutions grad
 
 from __future__ import annotations
 
-import dataclasses
 import contextlib
+import dataclasses
 import datetime as dt
 import functools
 import hashlib

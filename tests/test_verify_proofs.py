@@ -88,6 +88,7 @@ def test_a_batch_whose_proofs_hold_runs_its_trials(tmp_path: Path, monkeypatch: 
     for negative in (task_dir / "negatives").iterdir():
         if negative.name != "wrong-sum":
             shutil.rmtree(negative)
+    (task_dir / "COPY.md").write_text(f"{tmp_path}\n")  # its own key: no earlier run's proof is reused
     monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tmp_path / "tasks"))
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     said: list[str] = []
