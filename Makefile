@@ -50,7 +50,7 @@ bench: $(STAMP)
 	$(VENV)/bin/python bench/sql_models_bench.py
 
 ui: $(STAMP)
-	DAGSTER_HOME=$(CURDIR)/.dagster_home $(VENV)/bin/dagster dev -w workspace.yaml
+	cd $(CURDIR) && DAGSTER_HOME=$(CURDIR)/.dagster_home $(VENV)/bin/dg dev
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .ruff_cache

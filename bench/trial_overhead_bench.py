@@ -20,8 +20,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from mcp_evals_pipeline.defs.assets.trials import trial
-from mcp_evals_pipeline.defs.partitions import multi_key
+from mcp_evals_pipeline.defs.trials.assets import trial
+from mcp_evals_pipeline.defs.partitions import multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
@@ -45,6 +45,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, dg.instance_for_test() as instance:
         store = EvalStore(database=str(Path(tmp) / "evals.duckdb"), runs_root=str(Path(tmp) / "runs"))
         config = {"ops": {"trial": {"config": {"agent": "replay", "skip_judge": True}}}}
+        register_trial_keys(instance, keys)
         # Warm-up: environments and imports, as in a long-running deployment.
         dg.materialize([trial], partition_key=multi_key(BATCH, keys[0]), instance=instance,
                        resources={"eval_store": store}, run_config=config)

@@ -288,7 +288,7 @@ def export_qa_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], output: Pa
 
 
 def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `grade` must start fast
-    """The project-local Dagster instance (DAGSTER_HOME), so CLI runs show in `dagster dev`; initialized under a
+    """The project-local Dagster instance (DAGSTER_HOME), so CLI runs show in the UI (`make ui`: `dg dev`); initialized under a
     file lock, so concurrent first uses of a fresh home all work."""
     from mcp_evals_pipeline.dagster_instance import open_instance
 
@@ -354,7 +354,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     for path in outcome.reports:
         out.print(f"scorecard: {path}")
     if outcome.failed_runs:
-        err.print(f"[red]{outcome.failed_runs} Dagster run(s) failed[/] (see `dagster dev`)")
+        err.print(f"[red]{outcome.failed_runs} Dagster run(s) failed[/] (see `make ui`)")
         sys.exit(3)
 
 
@@ -479,7 +479,7 @@ def report_cmd(run_id: str, write: bool) -> None:
 def regrade_cmd(run_ids: tuple[str, ...], task_ids: tuple[str, ...], force: bool) -> None:
     """Mark stored work again with today's grader and contracts, changing nothing else: each trial becomes a new
     attempt (its agent, transcript and workspace untouched); then what the marker change alone moved."""
-    from mcp_evals_pipeline.defs.assets.reports import write_scorecard
+    from mcp_evals_pipeline.defs.reports.assets import write_scorecard
     from mcp_evals_pipeline.ids import check_id
     from mcp_evals_pipeline.regrade import regrade_run
     from mcp_evals_pipeline.reporting.compare import Side, compare, render
@@ -643,7 +643,7 @@ def synthesize_cmd(days: int, end_date: str | None, results_dir: Path | None, sl
 def ratchet_floors() -> None:
     """Raise each agent/model pass-rate floor (build) and each suite x condition x agent/model usage floor to the
     lower Wilson bound of its latest figure; never lower one."""
-    from mcp_evals_pipeline.defs.checks import (
+    from mcp_evals_pipeline.floors import (
         LATEST_PER_SERIES,
         LATEST_USAGE_PER_SERIES,
         load_floors,

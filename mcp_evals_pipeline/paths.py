@@ -48,7 +48,7 @@ def database_path() -> Path:
 
 
 def dagster_home() -> Path:
-    """A project-local Dagster instance, so CLI runs show in `dagster dev` (`DAGSTER_HOME` wins)."""
+    """A project-local Dagster instance, so CLI runs show in the UI (`make ui`: `dg dev`) (`DAGSTER_HOME` wins)."""
     return _env_path("DAGSTER_HOME", REPO_ROOT / ".dagster_home")
 
 

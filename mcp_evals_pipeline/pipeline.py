@@ -34,7 +34,7 @@ from pydantic import Field
 from mcp_evals_pipeline.agents import agent_entry
 from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
-from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key
+from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
@@ -144,6 +144,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     if not catalog.success:
         failure = next((e.step_failure_data.error for e in catalog.all_events if e.is_step_failure), None)
         raise ValueError(f"task_catalog failed, no agent was run: {failure.message.strip() if failure else '?'}")
+    register_trial_keys(instance, keys)  # the catalog's t1..t3 are there; a --trials 5 batch adds its own
 
     if request.verify:
         gate = anyio.run(lambda: verify_gate(tasks, workers=3))

@@ -15,8 +15,8 @@ from mcp_evals_pipeline.agents.cli_runner import CliAgentRunner
 from mcp_evals_pipeline.agents.cli_tools import CLI_PINS
 from mcp_evals_pipeline.agents.registry import AGENTS, DEFAULT_AGENT, agent_entry, agents_help
 from mcp_evals_pipeline.cli import eval_cmd
-from mcp_evals_pipeline.defs.assets.trials import TrialConfig
-from mcp_evals_pipeline.defs.schedules import BASELINE_AGENT
+from mcp_evals_pipeline.defs.trials.assets import TrialConfig
+from mcp_evals_pipeline.defs.trials.schedules import BASELINE_AGENT
 from mcp_evals_pipeline.models import AGENT_PINS
 from mcp_evals_pipeline.trial_options import TrialOptions
 

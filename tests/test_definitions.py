@@ -5,7 +5,8 @@ from __future__ import annotations
 import dagster as dg
 
 from mcp_evals_pipeline.definitions import defs
-from mcp_evals_pipeline.defs.assets.tasks import task_catalog
+from mcp_evals_pipeline.defs.partitions import catalog_trial_keys
+from mcp_evals_pipeline.defs.tasks.assets import task_catalog
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 
 
@@ -20,4 +21,5 @@ def test_task_catalog_materializes_with_prompt_hashes() -> None:
         metadata = result.asset_materializations_for_node("task_catalog")[0].metadata
     tasks, _ = discover_tasks()
     assert metadata["task_count"].value == len(tasks)
+    assert metadata["trial_partitions"].value == len(catalog_trial_keys(tasks))
     assert metadata["prompt_hashes"].value == {t.id: t.prompt_hash for t in tasks}

@@ -24,6 +24,8 @@ import duckdb
 import pytest
 import yaml
 
+from mcp_evals_pipeline.defs.partitions import register_trial_keys
+
 from .conftest import REPO
 from .test_docker_config import _engine_skip_reason
 
@@ -101,6 +103,7 @@ def test_a_trial_and_its_models_run_in_run_worker_containers(tmp_path: Path, mon
     client = docker.from_env()
     with dg.DagsterInstance.from_config(str(home)) as instance:  # its SQLite schema, before two processes race on it
         instance.get_runs(limit=1)
+        register_trial_keys(instance, [TRIAL])  # as a batch does before it launches a trial's run
     daemon_log = tmp_path / "daemon.log"
     with open(daemon_log, "wb") as out:
         daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m",

@@ -28,8 +28,8 @@ import pytest
 
 from mcp_evals_pipeline import store as store_module
 from mcp_evals_pipeline.contracts.records import TrialRecord
-from mcp_evals_pipeline.defs.assets.trials import TrialConfig, trial
-from mcp_evals_pipeline.defs.partitions import multi_key
+from mcp_evals_pipeline.defs.trials.assets import TrialConfig, trial
+from mcp_evals_pipeline.defs.partitions import multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.runs import rebuild_database
 from mcp_evals_pipeline.store import TrialStore
@@ -351,6 +351,7 @@ def test_a_full_disk_ends_in_an_infra_row_that_lands(env: tuple[TrialStore, Path
 
 
 def materialize(instance: dg.DagsterInstance, store: EvalStore, config: dict[str, Any]) -> dg.ExecuteInProcessResult:
+    register_trial_keys(instance, [trial_key(TASK, "noskill+blank", 1)])
     return dg.materialize([trial], partition_key=multi_key(DATE, trial_key(TASK, "noskill+blank", 1)),
                           instance=instance, resources={"eval_store": store}, raise_on_error=False,
                           run_config={"ops": {"trial": {"config": config}}})
@@ -404,6 +405,7 @@ def test_dagster_never_retries_a_valid_fail_or_a_permanent_infra_failure(tmp_pat
         (mat,) = fail.asset_materializations_for_node("trial")
         assert mat.metadata["outcome"].value == "fail" and mat.metadata["dagster_retries"].value == 0
         monkeypatch.setenv("MCP_EVALS_SKILL_DIR", str(tmp_path / "no-such-skill"))
+        register_trial_keys(instance, [trial_key(TASK, "skill+blank", 1)])
         missing = dg.materialize([trial], partition_key=multi_key(DATE, trial_key(TASK, "skill+blank", 1)),
                                  instance=instance, resources={"eval_store": store},
                                  run_config={"ops": {"trial": {"config": {"retry_backoff_s": 0}}}})

@@ -11,15 +11,19 @@ import dagster as dg
 import pytest
 
 from mcp_evals_pipeline.definitions import defs
-from mcp_evals_pipeline.defs.assets.reports import batch_scorecard, weekly_synthesis
-from mcp_evals_pipeline.defs.assets.sql_models import sql_models
-from mcp_evals_pipeline.defs.assets.trials import trial
-from mcp_evals_pipeline.defs.checks import pass_rate_above_floor, trial_rows_are_current
-from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, trial_partitions
+from mcp_evals_pipeline.defs.reports.assets import batch_scorecard, weekly_synthesis
+from mcp_evals_pipeline.defs.models.assets import sql_models
+from mcp_evals_pipeline.defs.trials.assets import trial
+from mcp_evals_pipeline.defs.models.checks import pass_rate_above_floor
+from mcp_evals_pipeline.defs.trials.checks import trial_rows_are_current
+from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys, trial_partitions
+from mcp_evals_pipeline.defs.tasks.assets import task_catalog
 from mcp_evals_pipeline.defs.resources import EvalStore
-from mcp_evals_pipeline.defs.schedules import baseline_schedule
+from mcp_evals_pipeline.defs.trials.schedules import baseline_schedule
+from mcp_evals_pipeline.conditions import BUILD_CONDITIONS, USAGE_CONDITIONS
 from mcp_evals_pipeline.runs import rebuild_database
 from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.tasks.catalog import discover_tasks
 from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.trial_dir import read_trial_records
 
@@ -33,14 +37,31 @@ def store(tmp_path: Path) -> EvalStore:
 
 
 def _trial(instance: dg.DagsterInstance, store: EvalStore, key: str) -> dg.ExecuteInProcessResult:
+    register_trial_keys(instance, [key])
     return dg.materialize([trial, trial_rows_are_current], partition_key=multi_key(DATE, key), instance=instance,
                           resources={"eval_store": store}, run_config={"ops": {"trial": {"config": {
                               "agent": "replay", "skip_judge": True}}}})
 
 
 def test_partitions_follow_the_design() -> None:
-    keys = trial_partitions.get_partition_keys(current_time=dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
-    assert f"{DATE}|{TASK}--noskill+blank--t1" in [str(k) for k in keys]
+    """The trial dimension holds what the catalog defines (registered when task_catalog materializes): each task
+    under each condition its kind runs, t1..t3; nothing else until a batch asks for it."""
+    tasks = discover_tasks()[0]
+    with dg.instance_for_test() as instance:
+        assert dg.materialize([task_catalog], instance=instance).success
+        keys = [str(k) for k in trial_partitions.get_partition_keys(
+            current_time=dt.datetime(2026, 12, 1, tzinfo=dt.UTC), dynamic_partitions_store=instance)]
+        trial_keys = instance.get_dynamic_partitions("trial")
+        assert register_trial_keys(instance, [f"{TASK}--noskill+blank--t5"]) == [f"{TASK}--noskill+blank--t5"]
+        assert register_trial_keys(instance, trial_keys) == []  # registering is idempotent
+    assert f"{DATE}|{TASK}--noskill+blank--t1" in keys
+    assert {k.rsplit("--", 1)[1] for k in trial_keys} == {"t1", "t2", "t3"}
+    conditions = {kind: {k.split("--")[1] for k in trial_keys if k.split("--")[0] in {t.id for t in tasks
+                                                                                       if t.kind == kind}}
+                  for kind in ("build", "usage")}
+    assert conditions == {"build": set(BUILD_CONDITIONS), "usage": set(USAGE_CONDITIONS)}
+    assert len(trial_keys) == 3 * sum(len(BUILD_CONDITIONS if t.kind == "build" else USAGE_CONDITIONS)
+                                      for t in tasks)
     # end_offset=1: a Monday 14:00 tick targets that Monday, not the previous Friday.
     at_tick = batch_date_partitions.get_partition_keys(current_time=dt.datetime(2026, 11, 30, 14, 0, 1, tzinfo=dt.UTC))
     assert at_tick[-1] == "2026-11-30"
@@ -107,9 +128,10 @@ def test_trials_models_scorecard_and_checks(store: EvalStore, tmp_path: Path,
 
 
 def test_baseline_schedule_requests_the_nine_baseline_tasks_three_times_with_codex() -> None:
-    context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 25, 14, tzinfo=dt.UTC),
-                                        repository_def=defs.get_repository_def())
-    requests = list(baseline_schedule.evaluate_tick(context).run_requests or [])
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 25, 14, tzinfo=dt.UTC),
+                                            repository_def=defs.get_repository_def(), instance=instance)
+        requests = list(baseline_schedule.evaluate_tick(context).run_requests or [])
     tasks = get_suite("mcp-use").baseline_tasks
     assert len(tasks) == 9 and len(requests) == 27
     assert {str(r.partition_key) for r in requests} == {

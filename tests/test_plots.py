@@ -74,7 +74,7 @@ def test_the_trend_marks_a_grader_change(store: TrialStore, tmp_path: Path) -> N
 
 
 def test_the_scorecard_embeds_its_pictures(store: TrialStore, tmp_path: Path) -> None:
-    from mcp_evals_pipeline.defs.assets.reports import write_scorecard
+    from mcp_evals_pipeline.defs.reports.assets import write_scorecard
 
     run_dir = tmp_path / "runs" / "R2"
     for record in _records("R2"):

@@ -29,10 +29,12 @@ SERIES = ("codex", "gpt-5.6-terra", "noskill+blank")
 
 
 def test_the_baseline_schedule_is_nine_tasks_x_noskill_blank_x_three() -> None:
-    from mcp_evals_pipeline.defs.schedules import baseline_schedule
+    from mcp_evals_pipeline.defs.trials.schedules import baseline_schedule
 
-    context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 12, 2, 14, tzinfo=dt.UTC))
-    requests = list(baseline_schedule(context))
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 12, 2, 14, tzinfo=dt.UTC),
+                                            instance=instance)
+        requests = list(baseline_schedule(context))
     assert len(requests) == 27
     keys = [r.partition_key.keys_by_dimension for r in requests]
     assert {k["batch_date"] for k in keys} == {"2026-12-02"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcp_evals_pipeline.agents.base import AgentRequest
-from mcp_evals_pipeline.defs.assets.trials import TrialConfig
+from mcp_evals_pipeline.defs.trials.assets import TrialConfig
 from mcp_evals_pipeline.pipeline import BatchRequest
 from mcp_evals_pipeline.trial_options import AgentOptions, TrialOptions
 from mcp_evals_pipeline.trials import TrialSpec

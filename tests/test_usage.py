@@ -274,14 +274,17 @@ def test_the_usage_schedule_is_weekly_stopped_and_runs_every_case_under_each_con
     import datetime as dt
 
     from mcp_evals_pipeline.definitions import defs
-    from mcp_evals_pipeline.defs.schedules import usage_schedule
+    from mcp_evals_pipeline.defs.trials.schedules import usage_schedule
 
     assert usage_schedule.default_status == dg.DefaultScheduleStatus.STOPPED
-    context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 25, 16, tzinfo=dt.UTC),
-                                        repository_def=defs.get_repository_def())
-    requests = list(usage_schedule.evaluate_tick(context).run_requests or [])
-    assert {str(r.partition_key) for r in requests} == {
-        f"2026-11-25|{t.id}--{c}--t{n}" for t in USAGE for c in ("bare", "instructions", "docs") for n in (1, 2, 3)}
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 25, 16, tzinfo=dt.UTC),
+                                            repository_def=defs.get_repository_def(), instance=instance)
+        requests = list(usage_schedule.evaluate_tick(context).run_requests or [])
+        registered = set(instance.get_dynamic_partitions("trial"))
+    keys = {f"{t.id}--{c}--t{n}" for t in USAGE for c in ("bare", "instructions", "docs") for n in (1, 2, 3)}
+    assert {str(r.partition_key) for r in requests} == {f"2026-11-25|{k}" for k in keys}
+    assert registered == keys  # each run's partition exists before the run is launched
     assert all(r.run_config["ops"]["trial"]["config"]["agent"] == "codex" for r in requests)
 
 
@@ -293,8 +296,8 @@ def test_usage_floors_and_the_unsafe_ceiling_warn_apart_from_build_floors(tmp_pa
     from click.testing import CliRunner
 
     from mcp_evals_pipeline.cli import ratchet_floors
-    from mcp_evals_pipeline.defs.assets.sql_models import sql_models
-    from mcp_evals_pipeline.defs.checks import usage_within_floor_and_ceiling
+    from mcp_evals_pipeline.defs.models.assets import sql_models
+    from mcp_evals_pipeline.defs.models.checks import usage_within_floor_and_ceiling
 
     floors = tmp_path / "floors.json"
     monkeypatch.setenv("MCP_EVALS_FLOORS", str(floors))

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from mcp_evals_pipeline.cli import main
 from mcp_evals_pipeline.conditions import BUILD_CONDITIONS, CONDITIONS, USAGE_CONDITIONS, Condition
 from mcp_evals_pipeline.contracts.usage import UsageContract
-from mcp_evals_pipeline.defs.partitions import trial_key_partitions
+from mcp_evals_pipeline.defs.partitions import catalog_trial_keys
 from mcp_evals_pipeline.kinds import KINDS, kind_of
 from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
 from mcp_evals_pipeline.store import TrialStore
@@ -60,7 +60,7 @@ def test_conditions_are_named_per_kind_and_their_partition_keys_never_collide() 
         Condition.parse("noskill")
     kinds = {t.id: t.kind for t in discover_tasks()[0]}
     seen: dict[str, set[str]] = {"build": set(), "usage": set()}
-    for key in trial_key_partitions.get_partition_keys():
+    for key in catalog_trial_keys(discover_tasks()[0]):
         task, condition, _ = parse_trial_key(key)
         seen[kinds[task]].add(condition)
     assert seen == {"build": set(BUILD_CONDITIONS), "usage": set(USAGE_CONDITIONS)}

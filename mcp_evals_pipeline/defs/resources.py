@@ -20,3 +20,8 @@ class EvalStore(dg.ConfigurableResource):
 
     def runs(self) -> Path:
         return Path(self.runs_root) if self.runs_root else runs_dir()
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources={"eval_store": EvalStore()})

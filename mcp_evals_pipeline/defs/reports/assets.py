@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
-from mcp_evals_pipeline.defs.assets.sql_models import MODELS
+from mcp_evals_pipeline.defs.models.assets import MODELS
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id

@@ -1,4 +1,4 @@
-"""The Mon/Wed/Fri baseline, its scorecard, the Monday synthesis, and the weekly usage batch.
+"""The Mon/Wed/Fri baseline and the weekly usage batch (their reports: defs/reports/schedules.py).
 
 Stopped by default: the baseline and the usage batch run the codex agent and need OPENAI_API_KEY; turn them on in
 the UI."""
@@ -9,8 +9,8 @@ import datetime as dt
 import dagster as dg
 
 from mcp_evals_pipeline.conditions import BASELINE, USAGE_CONDITIONS, Condition
-from mcp_evals_pipeline.defs.jobs import reports_job, synthesis_job, trials_job
-from mcp_evals_pipeline.defs.partitions import BATCH_CRON, multi_key
+from mcp_evals_pipeline.defs.trials.jobs import trials_job
+from mcp_evals_pipeline.defs.partitions import BATCH_CRON, TRIALS_PER_CELL, multi_key, register_trial_keys
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier
 from mcp_evals_pipeline.tasks.suites import get_suite
@@ -19,7 +19,7 @@ from mcp_evals_pipeline.trials import trial_key
 # The spec's baseline: Codex on the nine baseline tasks of the mcp-use suite, noskill+blank, 3 trials = 27 runs.
 BASELINE_SUITE = "mcp-use"
 BASELINE_AGENT = "codex"
-BASELINE_TRIALS = 3
+BASELINE_TRIALS = TRIALS_PER_CELL
 
 
 def _trial_requests(experiment: str, batch_date: str, cells: list[tuple[str, str]], agent: str, trials: int,
@@ -47,7 +47,7 @@ def baseline_run_requests(batch_date: str) -> list[dg.RunRequest]:
 # The usage evals' own batch, weekly (a Wednesday batch date): every usage case (tier full) x every usage condition
 # it can have x 3, so each week has its bare row and the one-change deltas beside it (seed 004: "compared to what?").
 USAGE_AGENT = "codex"
-USAGE_TRIALS = 3
+USAGE_TRIALS = TRIALS_PER_CELL
 USAGE_CRON = "0 16 * * 3"  # Wednesdays, once the day's batch date has opened (BATCH_CRON, 14:00)
 
 
@@ -68,7 +68,7 @@ def usage_run_requests(batch_date: str) -> list[dg.RunRequest]:
              description="Baseline batch: the mcp-use suite's nine baseline tasks x noskill+blank x 3 trials, "
                          "agent codex (27 runs).")
 def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
-    return baseline_run_requests(context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d"))
+    return _registered(context, baseline_run_requests(_batch_date(context)))
 
 
 @dg.schedule(job=trials_job, cron_schedule=USAGE_CRON, execution_timezone="UTC",
@@ -76,21 +76,17 @@ def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunReque
              description="Usage batch (weekly, Wednesdays): every usage case (tier full) x bare, instructions "
                          "and docs x 3 trials, agent codex.")
 def usage_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
-    return usage_run_requests(context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d"))
+    return _registered(context, usage_run_requests(_batch_date(context)))
 
 
-@dg.schedule(job=reports_job, cron_schedule="0 20 * * 1,3,5", execution_timezone="UTC",
-             default_status=dg.DefaultScheduleStatus.STOPPED,
-             description="SQL models and the scorecard of the day's batch, after its trials.")
-def batch_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-    batch_date = context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
-    return dg.RunRequest(run_key=f"reports-{batch_date}", partition_key=batch_date)
+def _batch_date(context: dg.ScheduleEvaluationContext) -> str:
+    return context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
 
 
-@dg.schedule(job=synthesis_job, cron_schedule="0 15 * * 1", execution_timezone="UTC",
-             default_status=dg.DefaultScheduleStatus.STOPPED,
-             description="Weekly synthesis of the last 7 days (Mondays).")
-def synthesis_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-    # The week that just ended: the weekly partition starting last Monday.
-    start = (context.scheduled_execution_time.astimezone(dt.UTC) - dt.timedelta(days=7)).strftime("%Y-%m-%d")
-    return dg.RunRequest(run_key=f"synthesis-{start}", partition_key=start)
+def _registered(context: dg.ScheduleEvaluationContext, requests: list[dg.RunRequest]) -> list[dg.RunRequest]:
+    """A run can only target a registered trial partition: the requests' keys are added first (a schedule has no
+    catalog run before it)."""
+    keys = [r.partition_key.keys_by_dimension["trial"] for r in requests
+            if isinstance(r.partition_key, dg.MultiPartitionKey)]
+    register_trial_keys(context.instance, keys)
+    return requests

@@ -1,1 +1,0 @@
-"""Assets by domain: trials, SQL models, reports."""

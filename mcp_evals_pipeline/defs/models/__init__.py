@@ -1,0 +1,1 @@
+"""The SQL models of dbt_like_sql/ as assets, and their floor and ceiling checks."""

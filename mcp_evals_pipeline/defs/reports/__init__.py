@@ -1,0 +1,1 @@
+"""Reports: the batch scorecard and the weekly synthesis, their jobs and schedules."""

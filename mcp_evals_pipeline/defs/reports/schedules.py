@@ -1,0 +1,25 @@
+"""The batch's models and scorecard after its trials (Mon/Wed/Fri), and the Monday synthesis. Stopped by default,
+like the batches they report on."""
+
+import datetime as dt
+
+import dagster as dg
+
+from mcp_evals_pipeline.defs.reports.jobs import reports_job, synthesis_job
+
+
+@dg.schedule(job=reports_job, cron_schedule="0 20 * * 1,3,5", execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="SQL models and the scorecard of the day's batch, after its trials.")
+def batch_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    batch_date = context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
+    return dg.RunRequest(run_key=f"reports-{batch_date}", partition_key=batch_date)
+
+
+@dg.schedule(job=synthesis_job, cron_schedule="0 15 * * 1", execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="Weekly synthesis of the last 7 days (Mondays).")
+def synthesis_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    # The week that just ended: the weekly partition starting last Monday.
+    start = (context.scheduled_execution_time.astimezone(dt.UTC) - dt.timedelta(days=7)).strftime("%Y-%m-%d")
+    return dg.RunRequest(run_key=f"synthesis-{start}", partition_key=start)

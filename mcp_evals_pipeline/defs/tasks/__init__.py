@@ -1,0 +1,1 @@
+"""The task catalog (the lineage root) and its job."""
