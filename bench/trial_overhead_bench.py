@@ -20,9 +20,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from mcp_evals_pipeline.defs.trials.assets import trial
 from mcp_evals_pipeline.defs.partitions import multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.defs.trials.assets import trial
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 from mcp_evals_pipeline.trial_dir import current_trials

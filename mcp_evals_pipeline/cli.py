@@ -288,8 +288,8 @@ def export_qa_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], output: Pa
 
 
 def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `grade` must start fast
-    """The project-local Dagster instance (DAGSTER_HOME), so CLI runs show in the UI (`make ui`: `dg dev`); initialized under a
-    file lock, so concurrent first uses of a fresh home all work."""
+    """The project-local Dagster instance (DAGSTER_HOME), so CLI runs show in the UI (`make ui`: `dg dev`);
+    initialized under a file lock, so concurrent first uses of a fresh home all work."""
     from mcp_evals_pipeline.dagster_instance import open_instance
 
     return open_instance(dagster_home())

@@ -1,5 +1,6 @@
-"""Dagster definitions: `dg dev`, `dg check defs`, `dagster dev -w workspace.yaml` and deploy/ load this module.
-Everything in it comes from the defs folder (mcp_evals_pipeline/defs/), read by Dagster's own loader."""
+"""Dagster definitions: `dg dev`, `dg check defs`, `dagster ... -m mcp_evals_pipeline.definitions` and deploy/
+load this module. Everything in it comes from the defs folder (mcp_evals_pipeline/defs/), read by Dagster's own
+loader."""
 
 from pathlib import Path
 

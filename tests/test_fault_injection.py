@@ -28,9 +28,9 @@ import pytest
 
 from mcp_evals_pipeline import store as store_module
 from mcp_evals_pipeline.contracts.records import TrialRecord
-from mcp_evals_pipeline.defs.trials.assets import TrialConfig, trial
 from mcp_evals_pipeline.defs.partitions import multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.defs.trials.assets import TrialConfig, trial
 from mcp_evals_pipeline.runs import rebuild_database
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trials import TrialSpec, run_id_for, run_trial, trial_key

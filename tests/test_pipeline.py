@@ -10,17 +10,17 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from mcp_evals_pipeline.definitions import defs
-from mcp_evals_pipeline.defs.reports.assets import batch_scorecard, weekly_synthesis
-from mcp_evals_pipeline.defs.models.assets import sql_models
-from mcp_evals_pipeline.defs.trials.assets import trial
-from mcp_evals_pipeline.defs.models.checks import pass_rate_above_floor
-from mcp_evals_pipeline.defs.trials.checks import trial_rows_are_current
-from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys, trial_partitions
-from mcp_evals_pipeline.defs.tasks.assets import task_catalog
-from mcp_evals_pipeline.defs.resources import EvalStore
-from mcp_evals_pipeline.defs.trials.schedules import baseline_schedule
 from mcp_evals_pipeline.conditions import BUILD_CONDITIONS, USAGE_CONDITIONS
+from mcp_evals_pipeline.definitions import defs
+from mcp_evals_pipeline.defs.models.assets import sql_models
+from mcp_evals_pipeline.defs.models.checks import pass_rate_above_floor
+from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys, trial_partitions
+from mcp_evals_pipeline.defs.reports.assets import batch_scorecard, weekly_synthesis
+from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.defs.tasks.assets import task_catalog
+from mcp_evals_pipeline.defs.trials.assets import trial
+from mcp_evals_pipeline.defs.trials.checks import trial_rows_are_current
+from mcp_evals_pipeline.defs.trials.schedules import baseline_schedule
 from mcp_evals_pipeline.runs import rebuild_database
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
@@ -162,6 +162,7 @@ def test_one_broken_run_does_not_cost_the_others_their_scorecards(store: EvalSto
     root, are reported (metadata `broken_runs`, the log); every other run still gets run.json and report.md."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with dg.instance_for_test() as instance:
+        register_trial_keys(instance, [f"{TASK}--noskill+blank--t1"])
         for batch_id in ("0-corrupt", None):  # the corrupt run sorts first: the good one comes after it
             result = dg.materialize([trial], partition_key=multi_key(DATE, f"{TASK}--noskill+blank--t1"),
                                     instance=instance, resources={"eval_store": store},

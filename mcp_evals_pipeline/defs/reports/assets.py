@@ -61,14 +61,17 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
 
 
 def _inline_picture(reports: list[str]) -> dict[str, dg.MetadataValue]:
-    """The first run's trend, inline in the UI (a data URI: the UI cannot read the results directory)."""
+    """The first run's pictures, inline in the UI (data URIs: the UI cannot read the results directory): its trend
+    (build suites have one) and its task x trial grid."""
     import base64
 
     for report in reports:
-        trend = Path(report).parent / "trend.png"
-        if trend.is_file():
-            data = base64.b64encode(trend.read_bytes()).decode()
-            return {"trend": dg.MetadataValue.md(f"![trend](data:image/png;base64,{data})")}
+        found = {name: Path(report).parent / f"{name}.png" for name in ("trend", "grid")}
+        inline = {name: dg.MetadataValue.md(f"![{name}](data:image/png;base64,"
+                                            f"{base64.b64encode(path.read_bytes()).decode()})")
+                  for name, path in found.items() if path.is_file()}
+        if inline:
+            return inline
     return {}
 
 

@@ -9,8 +9,8 @@ import datetime as dt
 import dagster as dg
 
 from mcp_evals_pipeline.conditions import BASELINE, USAGE_CONDITIONS, Condition
-from mcp_evals_pipeline.defs.trials.jobs import trials_job
 from mcp_evals_pipeline.defs.partitions import BATCH_CRON, TRIALS_PER_CELL, multi_key, register_trial_keys
+from mcp_evals_pipeline.defs.trials.jobs import trials_job
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier
 from mcp_evals_pipeline.tasks.suites import get_suite

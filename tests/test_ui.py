@@ -1,0 +1,121 @@
+"""The UI a user opens after a CLI batch (`make ui` = `dg dev`): the real webserver over real HTTP, asked through its
+GraphQL API what its pages show. The jobs by name (no ephemeral asset job), the lineage root materialized, the
+trial check evaluated, only the trial partitions the catalog defines, and the scorecard's pictures as metadata.
+`dg check defs` and `dg list defs` load the same definitions through Dagster's loader."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from mcp_evals_pipeline.defs.partitions import catalog_trial_keys
+from mcp_evals_pipeline.tasks.catalog import discover_tasks
+
+from .conftest import REPO
+
+CASE = "usage-ops-v2-01-restart-by-id"
+BATCH = "2026-11-30"
+BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _graphql(port: int, query: str) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = json.loads(response.read())
+    assert "errors" not in body, body["errors"]
+    return body["data"]
+
+
+def _wait_for_ui(port: int, server: subprocess.Popen, log: Path, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert server.poll() is None, f"dg dev exited: {log.read_text()[-3000:]}"
+        try:
+            # The code location is loaded once its repository answers (the server answers before that).
+            data = _graphql(port, "{ repositoriesOrError { ... on RepositoryConnection { nodes { name } } } }")
+            if data["repositoriesOrError"].get("nodes"):
+                return
+        except OSError:
+            pass
+        time.sleep(1)
+    raise AssertionError(f"the UI did not come up in {timeout_s} s: {log.read_text()[-3000:]}")
+
+
+def test_dg_checks_and_lists_the_definitions() -> None:
+    checked = subprocess.run([str(BIN / "dg"), "check", "defs"], cwd=REPO, capture_output=True, text=True,
+                             timeout=300)
+    assert checked.returncode == 0 and "All definitions loaded successfully" in checked.stdout, checked.stderr
+    listed = subprocess.run([str(BIN / "dg"), "list", "defs", "--json"], cwd=REPO, capture_output=True, text=True,
+                            timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    found = json.loads(listed.stdout)
+    assert {j["name"] for j in found["jobs"]} == {"catalog_job", "trials_job", "reports_job", "synthesis_job"}
+    assert {s["name"] for s in found["schedules"]} == {"baseline_schedule", "usage_schedule",
+                                                       "batch_reports_schedule", "synthesis_schedule"}
+    assert {c["name"] for c in found["asset_checks"]} == {"trial_rows_are_current", "pass_rate_above_floor",
+                                                          "usage_within_floor_and_ceiling"}
+    assert {"task_catalog", "trial", "pass_rate", "batch_scorecard"} <= {a["asset_key"] for a in found["assets"]}
+
+
+def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp_path: Path) -> None:
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "MCP_EVALS_RESULTS_DIR": str(tmp_path / "results")}
+    batch = subprocess.run([str(BIN / "mcp-evals"), "eval", "--agent", "replay", "--task", CASE, "--condition",
+                            "bare", "--trials", "1", "--batch-date", BATCH, "--no-verify"], cwd=REPO, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert batch.returncode == 0, batch.stdout[-2000:] + batch.stderr[-3000:]
+
+    port, log = _free_port(), tmp_path / "dg-dev.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen([str(BIN / "dg"), "dev", "--host", "127.0.0.1", "--port", str(port)], cwd=REPO,
+                                  env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for_ui(port, server, log)
+        runs = _graphql(port, "{ runsOrError { ... on Runs { results { jobName status } } } }")
+        jobs = {(r["jobName"], r["status"]) for r in runs["runsOrError"]["results"]}
+        assert jobs == {("catalog_job", "SUCCESS"), ("trials_job", "SUCCESS"), ("reports_job", "SUCCESS")}, jobs
+
+        catalog = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["task_catalog"]}) { ... on AssetNode { '
+                                 "assetMaterializations(limit: 1) { runId } } } }")
+        assert catalog["assetNodeOrError"]["assetMaterializations"], "task_catalog is materialized"
+
+        check = _graphql(port, '{ assetCheckExecutions(assetKey: {path: ["trial"]}, '
+                               'checkName: "trial_rows_are_current", limit: 5) { status } }')
+        assert [e["status"] for e in check["assetCheckExecutions"]] == ["SUCCEEDED"]
+
+        trial = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["trial"]}) { ... on AssetNode { '
+                               "partitionKeysByDimension { name partitionKeys } } } }")
+        dims = {d["name"]: d["partitionKeys"] for d in trial["assetNodeOrError"]["partitionKeysByDimension"]}
+        assert sorted(dims["trial"]) == sorted(catalog_trial_keys(discover_tasks()[0]))  # no t4, t5 or strays
+        assert f"{CASE}--bare--t1" in dims["trial"] and BATCH in dims["batch_date"]
+
+        scorecard = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["batch_scorecard"]}) { ... on AssetNode { '
+                                   "assetMaterializations(limit: 1) { partition metadataEntries { label "
+                                   "__typename ... on MarkdownMetadataEntry { mdStr } } } } } }")
+        (materialization,) = scorecard["assetNodeOrError"]["assetMaterializations"]
+        entries = {e["label"]: e for e in materialization["metadataEntries"]}
+        assert materialization["partition"] == BATCH
+        # A usage batch has no build trend; its task x trial grid is inline, and its file is path metadata.
+        assert entries["grid"]["mdStr"].startswith("![grid](data:image/png;base64,") and "trend" not in entries
+        assert any(label.endswith("grid.png") and e["__typename"] == "PathMetadataEntry"
+                   for label, e in entries.items()), sorted(entries)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
