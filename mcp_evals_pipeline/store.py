@@ -75,7 +75,7 @@ CREATE OR REPLACE VIEW trials AS SELECT * EXCLUDE (is_current, grade_json) FROM 
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY,
     batch_id VARCHAR,
-    started_at VARCHAR,
+    started_at TIMESTAMPTZ,
     agent_runner VARCHAR,
     agent_model VARCHAR,
     judge_model VARCHAR,
@@ -88,6 +88,16 @@ CREATE TABLE IF NOT EXISTS runs (
 -- suite -> {sdkPackage, registryLatest} of the run's manifest
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS suites JSON;
 """
+
+def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Types changed after the first release, changed in place in older database files: runs.started_at was a
+    string (an unreadable one becomes NULL; run.json keeps it)."""
+    found = con.execute("SELECT data_type FROM information_schema.columns WHERE table_name = 'runs' "
+                        "AND column_name = 'started_at'").fetchone()
+    if found and found[0] == "VARCHAR":
+        con.execute("ALTER TABLE runs ALTER started_at SET DATA TYPE TIMESTAMPTZ "
+                    "USING try_cast(started_at AS TIMESTAMPTZ)")
+
 
 COLUMNS = (
     "slot", "attempt", "is_current", "run_id", "batch_id", "batch_date", "task", "condition", "trial",
@@ -160,6 +170,7 @@ class TrialStore:
                     time.sleep(LOCK_POLL_S)
             try:
                 con.execute(SCHEMA)
+                _migrate(con)
                 yield con
             finally:
                 con.close()

@@ -92,3 +92,29 @@ def test_the_lock_timeout_is_read_at_each_access(tmp_path: Path, monkeypatch) ->
             store.query("SELECT 1")
         assert time.monotonic() - started < 30  # not the 120 s the store was built with
     assert store.query("SELECT 1 AS one") == [{"one": 1}]
+
+
+def test_runs_started_at_is_a_timestamp_and_an_old_string_column_is_converted(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import duckdb
+
+    from mcp_evals_pipeline.contracts.records import RunFile, RunManifest
+
+    path = tmp_path / "old.duckdb"
+    with duckdb.connect(str(path)) as con:  # a database file from before: started_at a string
+        con.execute("CREATE TABLE runs (run_id VARCHAR PRIMARY KEY, batch_id VARCHAR, started_at VARCHAR, "
+                    "agent_runner VARCHAR, agent_model VARCHAR, judge_model VARCHAR, grader_version VARCHAR, "
+                    "sandbox VARCHAR, skill_hash VARCHAR, source VARCHAR, run_dir VARCHAR)")
+        con.execute("INSERT INTO runs (run_id, started_at) VALUES ('old', '2026-08-03T14:02:11.123Z'), "
+                    "('unreadable', 'yesterday')")
+    store = TrialStore(path)
+    store.record_run(RunFile(run_id="new", batch_id="2026-11-30", started_at="2026-11-30T14:00:00Z",
+                             agent_runner="replay", manifest=RunManifest(grader_version="3.0.0", sandbox="local"),
+                             trials=[]), tmp_path / "new")
+    with store.connect() as con:
+        kind = con.execute("SELECT DISTINCT typeof(started_at) FROM runs").fetchall()
+        rows = dict(con.execute("SELECT run_id, started_at FROM runs").fetchall())
+    assert kind == [("TIMESTAMP WITH TIME ZONE",)]
+    assert rows["old"] == dt.datetime(2026, 8, 3, 14, 2, 11, 123000, tzinfo=dt.UTC)
+    assert rows["new"] == dt.datetime(2026, 11, 30, 14, tzinfo=dt.UTC) and rows["unreadable"] is None

@@ -9,6 +9,7 @@ adoption, skill deltas, the pass^1..k curve, per-condition lines) appear only wh
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import math
 from pathlib import Path
@@ -127,10 +128,17 @@ def _judge(run: Row, base: Path, memo_paths: list[str]) -> str:
     return f"judge: {run['judge_model']} ({written} memo(s) written)"
 
 
+def _utc_day(value: object) -> str:
+    """runs.started_at is a TIMESTAMPTZ (a string in a database from before it was one): its UTC date."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).date().isoformat()
+    return str(value or "")[:10]
+
+
 def _header(run: Row, trials: int, batch_date: object, judge: str) -> list[str]:
     imported = run["source"] == "import"
     title = LEGACY_TITLE if imported else TITLE
-    started = str(run["started_at"] or "")[:10]
+    started = _utc_day(run["started_at"])
     # Our runs are titled by their batch date (the partition the figures belong to); the seed's by its start date.
     date = started if imported or not batch_date else str(batch_date)[:10]
     parts = [
