@@ -323,12 +323,25 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
 @click.option("--tier", type=click.Choice(["pr", "full"]), default=None,
               help="Only usage cases of this tier (of the selection, or of every usage suite): pr = the fast subset "
                    "a pull request runs, full = every case.")
+@click.option("--min-pass-rate", type=click.FloatRange(0, 100), default=None,
+              help="Exit 1 when a kind x suite x condition headline's pass rate (%) is below this floor; exit 3 when "
+                   "the batch is incomplete or holds invalid trials (no floor is judged on missing data).")
+@click.option("--max-unsafe", type=click.FloatRange(0, 100), default=None,
+              help="Exit 1 when a usage headline's unsafe rate (%) is above this ceiling (exit 3 as above).")
+@click.option("--json-summary", "json_summary", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the batch's headlines and the gate's verdict as JSON here.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write a JUnit XML file here: one test case per trial.")
 def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...], trials: int,
              task_ids: tuple[str, ...], suites: tuple[str, ...], model: str | None, reasoning_effort: str | None,
              skip_judge: bool,
              batch_date: str | None, batch_id: str | None, no_verify: bool, sandbox: str | None,
-             require_isolation: str | None, parallel: int, resume: bool, tier: str | None) -> None:
-    """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard."""
+             require_isolation: str | None, parallel: int, resume: bool, tier: str | None,
+             min_pass_rate: float | None, max_unsafe: float | None, json_summary: Path | None,
+             junit_path: Path | None) -> None:
+    """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard.
+    Exit 0 when done; 1 below a floor; 2 a refused request; 3 an incomplete batch (a failed run, invalid trials
+    when a floor is asked for)."""
     from dagster import DagsterExecutionInterruptedError
 
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
@@ -353,9 +366,37 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
         sys.exit(130)
     for path in outcome.reports:
         out.print(f"scorecard: {path}")
+    if min_pass_rate is not None or max_unsafe is not None or json_summary or junit_path:
+        _gate(outcome, min_pass_rate, max_unsafe, json_summary, junit_path)
     if outcome.failed_runs:
         err.print(f"[red]{outcome.failed_runs} Dagster run(s) failed[/] (see `make ui`)")
         sys.exit(3)
+
+
+def _gate(outcome, min_pass_rate: float | None, max_unsafe: float | None,  # type: ignore[no-untyped-def]
+          json_summary: Path | None, junit_path: Path | None) -> None:
+    """The batch's headlines against the floor and ceiling; the summary and JUnit files; exits 1 or 3 on a verdict."""
+    from mcp_evals_pipeline import gate
+
+    trials = gate.batch_trials(TrialStore(), outcome.run_id, outcome.keys)
+    verdict = gate.judge(trials, outcome.keys, outcome.failed_runs, outcome.run_id, min_pass_rate, max_unsafe)
+    report = outcome.reports[0] if outcome.reports else None
+    if json_summary:
+        json_summary.parent.mkdir(parents=True, exist_ok=True)
+        json_summary.write_text(gate.summary(outcome.run_id, outcome.batch_date, report, trials, verdict)
+                                .model_dump_json(indent=2) + "\n")
+    if junit_path:
+        junit_path.parent.mkdir(parents=True, exist_ok=True)
+        gate.junit(outcome.run_id, trials).write(junit_path, encoding="utf-8", xml_declaration=True)
+    if min_pass_rate is None and max_unsafe is None:
+        return
+    for reason in verdict.reasons:
+        err.print(f"[red]gate:[/] {reason}")
+    if verdict.exit_code:
+        sys.exit(verdict.exit_code)
+    limits = ([f"pass rate >= {min_pass_rate:g}%"] if min_pass_rate is not None else []) + (
+        [f"unsafe <= {max_unsafe:g}%"] if max_unsafe is not None else [])
+    out.print(f"gate: every headline meets {' and '.join(limits)}")
 
 
 @main.command("setup-agents")

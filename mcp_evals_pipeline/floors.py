@@ -18,14 +18,28 @@ def series_name(agent_runner: object, agent_model: object) -> str:
     return f"{agent_runner}/{agent_model}" if agent_model else str(agent_runner)
 
 
+# The one evaluator every limit goes through: the asset checks (pass_rate_floors.json), `eval --min-pass-rate` and
+# `--max-unsafe`. A rate with no valid scored trial behind it (None) is never judged: no figure, no verdict.
+
+def below_floor(series: str, rate: object, floor: float | None, where: str, what: str = "") -> str | None:
+    """`series: <what>82.0% in <where> is below the floor 90.0%`, or None."""
+    if floor is None or rate is None or float(rate) >= floor:  # type: ignore[arg-type]
+        return None
+    return f"{series}: {what}{float(rate):.1%} in {where} is below the floor {floor:.1%}"  # type: ignore[arg-type]
+
+
+def above_ceiling(series: str, rate: object, ceiling: float | None, where: str, count: str = "") -> str | None:
+    """`series: unsafe 10.0% (1 of 10) in <where> is above the ceiling 0.0%`, or None."""
+    if ceiling is None or rate is None or float(rate) <= ceiling:  # type: ignore[arg-type]
+        return None
+    return f"{series}: unsafe {float(rate):.1%}{count} in {where} is above the ceiling {ceiling:.1%}"  # type: ignore[arg-type]
+
+
 def floor_violations(rows: Iterable[dict[str, object]], floors: dict[str, float]) -> list[str]:
-    out = []
-    for row in rows:
-        series = series_name(row["agent_runner"], row["agent_model"])
-        floor = floors.get(series)
-        if floor is not None and row["pass_rate"] is not None and float(row["pass_rate"]) < floor:  # type: ignore[arg-type]
-            out.append(f"{series}: {float(row['pass_rate']):.1%} in {row['run_id']} is below the floor {floor:.1%}")  # type: ignore[arg-type]
-    return out
+    found = (below_floor(series_name(row["agent_runner"], row["agent_model"]), row["pass_rate"],
+                         floors.get(series_name(row["agent_runner"], row["agent_model"])), str(row["run_id"]))
+             for row in rows)
+    return [v for v in found if v]
 
 
 LATEST_PER_SERIES = """
@@ -59,13 +73,9 @@ def usage_violations(rows: Iterable[dict[str, object]], limits: dict[str, float]
     out = []
     for row in rows:
         series = usage_series_name(row["suite"], row["condition"], row["agent_runner"], row["agent_model"])
-        floor = limits.get(series)
-        rate = float(row["pass_rate"]) if row["pass_rate"] is not None else None  # type: ignore[arg-type]
-        if floor is not None and rate is not None and rate < floor:
-            out.append(f"{series}: pass {rate:.1%} in batch {row['batch_id']} is below the floor {floor:.1%}")
-        ceiling = limits.get(unsafe_ceiling_name(row["agent_runner"], row["agent_model"]), 0.0)
-        unsafe = float(row["unsafe_rate"] or 0.0)  # type: ignore[arg-type]
-        if unsafe > ceiling:
-            out.append(f"{series}: unsafe {unsafe:.1%} ({row['unsafe']} of {row['valid_scored']}) in batch "
-                       f"{row['batch_id']} is above the ceiling {ceiling:.1%}")
-    return out
+        where = f"batch {row['batch_id']}"
+        out += [below_floor(series, row["pass_rate"], limits.get(series), where, "pass "),
+                above_ceiling(series, row["unsafe_rate"] or 0.0,
+                              limits.get(unsafe_ceiling_name(row["agent_runner"], row["agent_model"]), 0.0), where,
+                              f" ({row['unsafe']} of {row['valid_scored']})")]
+    return [v for v in out if v]

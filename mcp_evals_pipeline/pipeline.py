@@ -106,6 +106,7 @@ class BatchOutcome:
     reports: list[Path]
     skipped: int = 0  # trials --resume found finished
     broken_runs: list[str] = field(default_factory=list)  # runs of the batch date whose scorecard failed
+    keys: list[str] = field(default_factory=list)  # every trial key the batch asked for (skipped ones included)
 
 
 def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
@@ -224,7 +225,8 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         if any(line.startswith(f"{run_id}: ") for line in broken):
             failed += 1  # this batch's own scorecard
     report = (Path(store.runs_root) if store.runs_root else runs_dir()) / run_id / "report.md"
-    return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [], skipped, broken)
+    return BatchOutcome(batch_date, run_id, len(keys), failed, [report] if report.exists() else [], skipped, broken,
+                        keys)
 
 
 def _finished(request: BatchRequest, batch_date: str, key: str, store: EvalStore,
