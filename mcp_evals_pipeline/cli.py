@@ -444,6 +444,33 @@ def rebuild_db() -> None:
         sys.exit(1)
 
 
+@main.command("publish")
+@click.option("--to", "to", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The results directory to publish into (e.g. a checkout of the eval-results branch).")
+@click.option("--run", "run_ids", multiple=True, help="Only this run (repeatable; default every run).")
+def publish_cmd(to: Path, run_ids: tuple[str, ...]) -> None:
+    """Copy the compact results: runs/<runId>/{run.json, report.md, trials/<key>/memo.md} and synthesis/<date>.md,
+    redacted, without workspaces or transcripts. Append-only: a run published with other bytes is never
+    overwritten (exit 1, named). `import-runs DIR` and `synthesize --results-dir DIR` read it back."""
+    from mcp_evals_pipeline.paths import synthesis_dir
+    from mcp_evals_pipeline.publish import publish
+
+    try:
+        summary = publish(runs_dir(), synthesis_dir(), to, list(run_ids) or None)
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+    out.print(f"published {len(summary.published)} new, {len(summary.unchanged)} already there, into {to}")
+    for name in summary.published:
+        out.print(f"  + {name}")
+    for line in summary.skipped:
+        err.print(f"[yellow]skipped[/] {line}")
+    for name in summary.conflicts:
+        err.print(f"[red]conflict[/] {name}: already published with other contents; left as it was")
+    if summary.conflicts or (run_ids and summary.skipped):
+        sys.exit(1)
+
+
 @main.command("import-runs")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.option("--if-missing", is_flag=True,

@@ -466,13 +466,16 @@ def _usage_week(con: duckdb.DuckDBPyConnection, start: date, end: date,
 # The results branch: <dir>/*/run.json
 
 def load_run_files(results_dir: Path) -> tuple[list[tuple[RunFile, Path]], list[str]]:
-    """Every readable run.json under `results_dir` with its run directory, and a note per file that was skipped
-    (older formats the records cannot read are left out, as `trends` does, but said so)."""
+    """Every readable run.json under `results_dir` (a directory of runs, or a published results directory with its
+    runs/ folder) with its run directory, and a note per file that was skipped (older formats the records cannot
+    read are left out, as `trends` does, but said so)."""
+    from mcp_evals_pipeline.legacy_import import find_run_dirs
+
     results_dir = Path(results_dir)
     if not results_dir.is_dir():
         raise SynthesisError(f"--results-dir {results_dir} is not a directory")
     runs, notes = [], []
-    for path in sorted(results_dir.glob("*/run.json")):
+    for path in [d / "run.json" for d in find_run_dirs(results_dir)]:
         try:
             runs.append((RunFile.model_validate_json(path.read_text(encoding="utf-8")), path.parent))
         except (ValidationError, ValueError) as exc:
