@@ -32,7 +32,8 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 def _rows(database: Path) -> list[tuple]:
     with duckdb.connect(str(database), read_only=True) as con:
-        return con.execute(f"SELECT {RESULT_COLUMNS} FROM trial_attempts WHERE is_current ORDER BY task, condition, trial").fetchall()
+        return con.execute(f"SELECT {RESULT_COLUMNS} FROM trial_attempts WHERE is_current "
+                           "ORDER BY task, condition, trial").fetchall()
 
 
 def test_publish_is_compact_redacted_append_only_and_reads_back(tmp_path: Path) -> None:
