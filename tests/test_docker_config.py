@@ -105,7 +105,7 @@ def test_dagster_schema_rejects_a_broken_copy(tmp_path: Path) -> None:
 
 
 def test_the_pool_the_yaml_limits_is_the_trials_pool() -> None:
-    source = (REPO / "mcp_evals_pipeline" / "defs" / "assets" / "trials.py").read_text()
+    source = (REPO / "mcp_evals_pipeline" / "defs" / "trials" / "assets.py").read_text()
     assert 'pool="sandbox"' in source
 
 
