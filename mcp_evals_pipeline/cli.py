@@ -471,6 +471,36 @@ def publish_cmd(to: Path, run_ids: tuple[str, ...]) -> None:
         sys.exit(1)
 
 
+@main.command("merge-shards")
+@click.argument("shards", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--expect-task", "expected", multiple=True, help="A task some shard must have run (repeatable).")
+@click.option("--suite", "suites", multiple=True, help="Every task of this suite is expected (repeatable).")
+def merge_shards_cmd(shards: tuple[Path, ...], expected: tuple[str, ...], suites: tuple[str, ...]) -> None:
+    """Join the shards of one batch (each a CI job's results directory or published copy) into one run: its
+    trials, memos, run.json, rows, models and scorecard. Names every missing or malformed shard; exit 3 then."""
+    from mcp_evals_pipeline.defs.reports.assets import write_scorecard
+    from mcp_evals_pipeline.merge import merge_shards
+    from mcp_evals_pipeline.sql_models import materialize_models
+
+    wanted = _selection(expected, suites)
+    store = TrialStore()
+    summary = merge_shards(list(shards), runs_dir(), store, wanted or None)
+    for line in summary.malformed:
+        err.print(f"[red]malformed shard[/] {line}")
+    for task in summary.missing:
+        err.print(f"[red]missing shard[/]: no shard ran {task}")
+    if summary.run_id is None or not summary.trials:
+        err.print("[red]error:[/] no trial to merge")
+        sys.exit(3)
+    with store.connect() as con:
+        materialize_models(con)
+    report = write_scorecard(summary.run_id, runs_dir(), store)
+    out.print(f"merged {len(summary.shards)} shard(s), {summary.trials} trials, into run {summary.run_id}")
+    out.print(f"scorecard: {report}")
+    if not summary.complete:
+        sys.exit(3)
+
+
 @main.command("import-runs")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.option("--if-missing", is_flag=True,

@@ -204,13 +204,21 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         for index, key in enumerate(keys_to_run, offset + 1):
             say(index, key, materialize_trial(instance, store, batch_date, key, config, tags, echo=echo))
 
+    token, check_tags = launch_tags(tags)
+    with RunWatch(instance, token, echo):
+        checks_run = job("trial_checks_job").execute_in_process(
+            instance=instance, resources={"eval_store": store}, run_config=QUIET, tags=check_tags,
+            raise_on_error=False)
+    _raise_if_interrupted(checks_run)
     token, report_tags = launch_tags(tags)
     with RunWatch(instance, token, echo):
         reports_run = job("reports_job").execute_in_process(
             partition_key=batch_date, instance=instance, resources={"eval_store": store}, run_config=QUIET,
             tags=report_tags, raise_on_error=False)
     _raise_if_interrupted(reports_run)
-    for check in reports_run.get_asset_check_evaluations():
+    if not checks_run.success:
+        failed += 1
+    for check in [*checks_run.get_asset_check_evaluations(), *reports_run.get_asset_check_evaluations()]:
         if not check.passed:
             echo(f"check {check.check_name} on {check.asset_key.to_user_string()} did not pass: "
                  f"{_check_detail(check.metadata)}")

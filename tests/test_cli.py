@@ -97,7 +97,8 @@ def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ig
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         records = instance.get_run_records()
     runs = [r.dagster_run for r in records]
-    assert sorted(r.job_name for r in runs) == ["catalog_job", "reports_job", *["trials_job"] * 4]
+    assert sorted(r.job_name for r in runs) == ["catalog_job", "reports_job", "trial_checks_job",
+                                                *["trials_job"] * 4]
     assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     # Side by side for real: at least two trial runs were executing at the same moment (Dagster's start and end
     # times of each run; runs one after the other never overlap, however the lines above came out).

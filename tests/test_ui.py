@@ -63,9 +63,10 @@ def test_dg_checks_and_lists_the_definitions() -> None:
                             timeout=300)
     assert listed.returncode == 0, listed.stderr
     found = json.loads(listed.stdout)
-    assert {j["name"] for j in found["jobs"]} == {"catalog_job", "trials_job", "reports_job", "synthesis_job"}
-    assert {s["name"] for s in found["schedules"]} == {"baseline_schedule", "usage_schedule",
-                                                       "batch_reports_schedule", "synthesis_schedule"}
+    assert {j["name"] for j in found["jobs"]} == {"catalog_job", "trials_job", "trial_checks_job", "reports_job",
+                                                  "synthesis_job"}
+    assert {s["name"] for s in found["schedules"]} == {"baseline_schedule", "usage_schedule", "batch_reports_schedule",
+                                                       "trial_checks_schedule", "synthesis_schedule"}
     assert {c["name"] for c in found["asset_checks"]} == {"trial_rows_are_current", "pass_rate_above_floor",
                                                           "usage_within_floor_and_ceiling"}
     assert {"task_catalog", "trial", "pass_rate", "batch_scorecard"} <= {a["asset_key"] for a in found["assets"]}
@@ -86,15 +87,21 @@ def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp
         _wait_for_ui(port, server, log)
         runs = _graphql(port, "{ runsOrError { ... on Runs { results { jobName status } } } }")
         jobs = {(r["jobName"], r["status"]) for r in runs["runsOrError"]["results"]}
-        assert jobs == {("catalog_job", "SUCCESS"), ("trials_job", "SUCCESS"), ("reports_job", "SUCCESS")}, jobs
+        assert jobs == {("catalog_job", "SUCCESS"), ("trials_job", "SUCCESS"), ("trial_checks_job", "SUCCESS"),
+                        ("reports_job", "SUCCESS")}, jobs
 
         catalog = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["task_catalog"]}) { ... on AssetNode { '
                                  "assetMaterializations(limit: 1) { runId } } } }")
         assert catalog["assetNodeOrError"]["assetMaterializations"], "task_catalog is materialized"
 
-        check = _graphql(port, '{ assetCheckExecutions(assetKey: {path: ["trial"]}, '
-                               'checkName: "trial_rows_are_current", limit: 5) { status } }')
-        assert [e["status"] for e in check["assetCheckExecutions"]] == ["SUCCEEDED"]
+        # What the asset's Checks tab shows: the check's execution for the asset's latest materialization (a
+        # check run in a batch-date run was "Not evaluated" there when the trial landed in the same second)
+        check = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["trial"]}) { ... on AssetNode { '
+                               "assetChecksOrError { ... on AssetChecks { checks { name "
+                               "executionForLatestMaterialization { status } } } } } } }")
+        checks = check["assetNodeOrError"]["assetChecksOrError"]["checks"]
+        assert [(c["name"], (c["executionForLatestMaterialization"] or {}).get("status")) for c in checks] == [
+            ("trial_rows_are_current", "SUCCEEDED")]
 
         trial = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["trial"]}) { ... on AssetNode { '
                                "partitionKeysByDimension { name partitionKeys } } } }")
@@ -104,10 +111,13 @@ def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp
 
         scorecard = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["batch_scorecard"]}) { ... on AssetNode { '
                                    "assetMaterializations(limit: 1) { partition metadataEntries { label "
-                                   "__typename ... on MarkdownMetadataEntry { mdStr } } } } } }")
+                                   "__typename ... on MarkdownMetadataEntry { mdStr } "
+                                   "... on IntMetadataEntry { intValue } } } } } }")
         (materialization,) = scorecard["assetNodeOrError"]["assetMaterializations"]
         entries = {e["label"]: e for e in materialization["metadataEntries"]}
         assert materialization["partition"] == BATCH
+        # The usage batch's own figures, apart from the build ones (never summed)
+        assert entries["usage_valid_scored"]["intValue"] == 1 and entries["valid_scored"]["intValue"] == 0
         # A usage batch has no build trend; its task x trial grid is inline, and its file is path metadata.
         assert entries["grid"]["mdStr"].startswith("![grid](data:image/png;base64,") and "trend" not in entries
         assert any(label.endswith("grid.png") and e["__typename"] == "PathMetadataEntry"

@@ -225,7 +225,7 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
                                        batch_date="2026-11-25"), instance, said.append, store)
         # The UI shows the project's jobs by name, the lineage root materialized and the checks evaluated.
         jobs = sorted(r.job_name for r in instance.get_runs())
-        assert jobs == ["catalog_job"] * 2 + ["reports_job"] * 2 + ["trials_job"] * 7, jobs
+        assert jobs == ["catalog_job"] * 2 + ["reports_job"] * 2 + ["trial_checks_job"] * 2 + ["trials_job"] * 7, jobs
         assert instance.get_latest_materialization_event(dg.AssetKey("task_catalog")) is not None
         for asset, check in (("trial", "trial_rows_are_current"), ("pass_rate", "pass_rate_above_floor"),
                              ("usage_trends", "usage_within_floor_and_ceiling")):

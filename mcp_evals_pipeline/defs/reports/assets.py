@@ -49,12 +49,19 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
     headline = store.query(
         "SELECT sum(passed)::INT AS passed, sum(valid_scored)::INT AS valid FROM pass_rate "
         "WHERE condition = '*' AND batch_date = ?::DATE", [batch_date])[0]
+    # Usage figures beside the build ones, never summed with them (a usage-only batch once showed 0 of 0).
+    usage = store.query(
+        "SELECT sum(passed)::INT AS passed, sum(unsafe)::INT AS unsafe, sum(valid_scored)::INT AS valid "
+        "FROM usage_rates WHERE condition = '*' AND batch_date = ?::DATE", [batch_date])[0]
     return dg.MaterializeResult(metadata={
         "runs": len(written),
         "reports": dg.MetadataValue.md("\n".join(f"- `{p}`" for p in written) or "none"),
         "broken_runs": dg.MetadataValue.text("\n".join(broken) or "none"),
         "passed": headline["passed"] or 0,
         "valid_scored": headline["valid"] or 0,
+        "usage_passed": usage["passed"] or 0,
+        "usage_unsafe": usage["unsafe"] or 0,
+        "usage_valid_scored": usage["valid"] or 0,
         **_inline_picture(written),
         **pictures,
     })

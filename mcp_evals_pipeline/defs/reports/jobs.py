@@ -6,9 +6,7 @@ from mcp_evals_pipeline.defs.models.assets import MODELS
 
 reports_job = dg.define_asset_job(
     "reports_job",
-    selection=dg.AssetSelection.assets(*(m.name for m in MODELS), "batch_scorecard")
-    | dg.AssetSelection.checks_for_assets("trial"),
-    description="Rebuild the SQL models (with their checks) and the batch scorecard of one batch date, and check "
-                "that every trial partition has its current row.",
+    selection=dg.AssetSelection.assets(*(m.name for m in MODELS), "batch_scorecard"),
+    description="Rebuild the SQL models (with their checks) and the batch scorecard of one batch date.",
 )
 synthesis_job = dg.define_asset_job("synthesis_job", selection=["weekly_synthesis"])

@@ -6,6 +6,7 @@ import datetime as dt
 import dagster as dg
 
 from mcp_evals_pipeline.defs.reports.jobs import reports_job, synthesis_job
+from mcp_evals_pipeline.defs.trials.jobs import trial_checks_job
 
 
 @dg.schedule(job=reports_job, cron_schedule="0 20 * * 1,3,5", execution_timezone="UTC",
@@ -14,6 +15,14 @@ from mcp_evals_pipeline.defs.reports.jobs import reports_job, synthesis_job
 def batch_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     batch_date = context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
     return dg.RunRequest(run_key=f"reports-{batch_date}", partition_key=batch_date)
+
+
+@dg.schedule(job=trial_checks_job, cron_schedule="30 20 * * 1,3,5", execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.STOPPED,
+             description="The trial asset's check after the day's batch (its own unpartitioned run).")
+def trial_checks_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    batch_date = context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
+    return dg.RunRequest(run_key=f"trial-checks-{batch_date}")
 
 
 @dg.schedule(job=synthesis_job, cron_schedule="0 15 * * 1", execution_timezone="UTC",
