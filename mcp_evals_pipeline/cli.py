@@ -323,6 +323,8 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
 @click.option("--tier", type=click.Choice(["pr", "full"]), default=None,
               help="Only usage cases of this tier (of the selection, or of every usage suite): pr = the fast subset "
                    "a pull request runs, full = every case.")
+@click.option("--timeout-min", type=click.FloatRange(1, 600), default=None,
+              help="The agent's wall-clock budget per trial, in minutes (default 20).")
 @click.option("--min-pass-rate", type=click.FloatRange(0, 100), default=None,
               help="Exit 1 when a kind x suite x condition headline's pass rate (%) is below this floor; exit 3 when "
                    "the batch is incomplete or holds invalid trials (no floor is judged on missing data).")
@@ -337,8 +339,8 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
              skip_judge: bool,
              batch_date: str | None, batch_id: str | None, no_verify: bool, sandbox: str | None,
              require_isolation: str | None, parallel: int, resume: bool, tier: str | None,
-             min_pass_rate: float | None, max_unsafe: float | None, json_summary: Path | None,
-             junit_path: Path | None) -> None:
+             timeout_min: float | None, min_pass_rate: float | None, max_unsafe: float | None,
+             json_summary: Path | None, junit_path: Path | None) -> None:
     """Run a batch: every selected task x condition x trial as Dagster runs, then the models and the scorecard.
     Exit 0 when done; 1 below a floor; 2 a refused request; 3 an incomplete batch (a failed run, invalid trials
     when a floor is asked for)."""
@@ -354,6 +356,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
         model=model, reasoning_effort=reasoning_effort, skip_judge=skip_judge, batch_date=batch_date,
         batch_id=batch_id, verify=not no_verify, sandbox=sandbox, require_isolation=require_isolation,
         parallel=parallel, resume=resume, tier=tier,
+        **({"time_budget_s": timeout_min * 60} if timeout_min is not None else {}),
     )
     try:
         outcome = run_batch(request, _instance(), echo=err.print)
@@ -469,6 +472,27 @@ def publish_cmd(to: Path, run_ids: tuple[str, ...]) -> None:
         err.print(f"[red]conflict[/] {name}: already published with other contents; left as it was")
     if summary.conflicts or (run_ids and summary.skipped):
         sys.exit(1)
+
+
+@main.command("ci-outputs")
+@click.argument("summary", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def ci_outputs_cmd(summary: Path) -> None:
+    """For the composite action: from `eval --json-summary`, append run-dir, report and pass-rate (0-100) to
+    $GITHUB_OUTPUT and the headlines to $GITHUB_STEP_SUMMARY (each skipped when its variable is unset)."""
+    from mcp_evals_pipeline.gate import BatchSummary, step_summary
+
+    figures = BatchSummary.model_validate_json(summary.read_text())
+    run_dir = str(Path(figures.report).parent) if figures.report else str(runs_dir() / figures.run_id)
+    outputs = {"run-dir": run_dir, "report": figures.report or "",
+               "pass-rate": "" if figures.pass_rate is None else f"{figures.pass_rate:g}"}
+    if os.environ.get("GITHUB_OUTPUT"):
+        with open(os.environ["GITHUB_OUTPUT"], "a", encoding="utf-8") as fh:
+            fh.writelines(f"{name}={value}\n" for name, value in outputs.items())
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
+            fh.write(step_summary(figures))
+    for name, value in outputs.items():
+        out.print(f"{name}={value}")
 
 
 @main.command("merge-shards")

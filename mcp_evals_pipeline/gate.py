@@ -210,3 +210,24 @@ def junit(run_id: str, trials: list[BatchTrial]) -> ET.ElementTree:
             ET.SubElement(case, "skipped", {"message": "not scored for the pass rate"})
     ET.indent(root)
     return ET.ElementTree(root)
+
+
+def step_summary(figures: BatchSummary) -> str:
+    """The CI step summary: the headlines as a Markdown table (each kind x suite x condition on its own row)."""
+    def pct(rate: float | None) -> str:
+        return "-" if rate is None else f"{100 * rate:.1f}%"
+
+    lines = [f"## mcp-evals: run `{figures.run_id}` (batch {figures.batch_date})", "",
+             f"{figures.trials} trials, {figures.invalid} invalid (outside every denominator). "
+             f"Gate: exit {figures.gate.exit_code}" + (f": {'; '.join(figures.gate.reasons)}" if figures.gate.reasons
+                                                       else ""), "",
+             "| kind | suite | condition | passed / valid | pass rate (Wilson 95%) | unsafe |",
+             "|---|---|---|---|---|---|"]
+    for h in figures.headlines:
+        interval = f" [{pct(h.wilson_low)}, {pct(h.wilson_high)}]" if h.wilson_low is not None else ""
+        unsafe = "-" if h.unsafe is None else f"{h.unsafe} ({pct(h.unsafe_rate)})"
+        lines.append(f"| {h.kind} | {h.suite or '-'} | {h.condition}{' (baseline)' * h.baseline} | "
+                     f"{h.passed} / {h.valid_scored} | {pct(h.pass_rate)}{interval} | {unsafe} |")
+    if figures.report:
+        lines += ["", f"Scorecard: `{figures.report}`"]
+    return "\n".join(lines) + "\n"

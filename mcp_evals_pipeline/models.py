@@ -4,6 +4,7 @@ dependency bump and move trend data; a change here is a deliberate, visible edit
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 
@@ -27,7 +28,9 @@ AGENT_PINS: dict[str, AgentPin] = {
 # and model fail in most of their trials is flagged as suspect (the case or the world is more likely wrong).
 CALIBRATION: tuple[str, str] = ("codex", "gpt-5.6-sol")
 
-JUDGE_MODEL = "gpt-5.6-sol"
+# The pin; MCP_EVALS_JUDGE_MODEL overrides it for one run (the composite action's `judge-model` input). Either way
+# run.json and every memo name the model that wrote them.
+JUDGE_MODEL = os.environ.get("MCP_EVALS_JUDGE_MODEL") or "gpt-5.6-sol"
 SYNTHESIS_MODEL = "gpt-5.6-sol"
 JUDGE_KEY_ENV = ("OPENAI_API_KEY",)
 
