@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from mcp_evals_pipeline.procs import free_port, kill_tree
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -51,12 +51,6 @@ def _partitions(home: str) -> int:
 
     with dg.DagsterInstance.from_config(home) as instance:
         return len(trial_partitions.get_partition_keys(dynamic_partitions_store=instance))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _browser() -> str:
@@ -110,7 +104,7 @@ def main() -> int:
         print(f"batch: 1 replay trial, its catalog and reports runs, {time.perf_counter() - started:.1f} s")
     else:
         env["DAGSTER_HOME"] = str(args.home.resolve())
-    port = _free_port()
+    port = free_port()
     started = time.perf_counter()
     with open(work / "dg-dev.log", "wb") as log:
         server = subprocess.Popen([str(BIN / "dg"), "dev", "--host", "127.0.0.1", "--port", str(port)], cwd=REPO,
@@ -130,11 +124,7 @@ def main() -> int:
             detail = "" if ok else f"  missing {missing}" * bool(missing) + f"  present {present}" * bool(present)
             print(f"{'ok  ' if ok else 'FAIL'} {path:<34} {elapsed:5.1f} s  {len(dom) // 1024:5d} KB DOM{detail}")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
+        kill_tree(server)
         if args.home is None:
             shutil.rmtree(work, ignore_errors=True)
     print(f"{len(checks) - failed}/{len(checks)} pages show what they should")

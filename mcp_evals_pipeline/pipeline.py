@@ -32,6 +32,7 @@ import dagster as dg
 from pydantic import Field
 
 from mcp_evals_pipeline.agents import agent_entry
+from mcp_evals_pipeline.batch_calendar import BATCH_DAYS, FIRST_BATCH
 from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys
@@ -132,7 +133,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         require_isolation(request.require_isolation)  # refuse before any verify or agent spend
     batch_date = request.batch_date or batch_date_partitions.get_last_partition_key()
     if batch_date is None or not batch_date_partitions.has_partition_key(batch_date):
-        raise ValueError(f"{batch_date!r} is not a batch date (Mon/Wed/Fri from 2026-08-03)")
+        raise ValueError(f"{batch_date!r} is not a batch date ({BATCH_DAYS} from {FIRST_BATCH})")
     run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
     store = store or EvalStore()
     recover_dead_runs(instance, echo)  # a killed batch's runs must not hold the pool's slots forever

@@ -51,8 +51,9 @@ def test_the_actions_script_writes_its_outputs_and_exits_by_the_floor(tmp_path: 
 
 
 def test_workflows_use_only_the_actions_inputs_and_the_schedules_calendar() -> None:
-    from mcp_evals_pipeline.defs.partitions import BATCH_CRON
+    from mcp_evals_pipeline.batch_calendar import BATCH_CRON, SYNTHESIS_CRON
     from mcp_evals_pipeline.defs.reports.schedules import synthesis_schedule
+    from mcp_evals_pipeline.defs.trials.schedules import baseline_schedule
 
     action = yaml.safe_load((REPO / "action.yml").read_text())
     inputs = set(action["inputs"])
@@ -71,5 +72,6 @@ def test_workflows_use_only_the_actions_inputs_and_the_schedules_calendar() -> N
         assert set(step.get("with", {})) <= inputs, set(step["with"]) - inputs
     # YAML reads the key `on` as True
     crons = {name: [c["cron"] for c in (w.get("on") or w.get(True))["schedule"]] for name, w in workflows.items()}
-    assert crons == {"evals.yml": [BATCH_CRON], "weekly-synthesis.yml": [synthesis_schedule.cron_schedule]}
+    assert crons == {"evals.yml": [BATCH_CRON], "weekly-synthesis.yml": [SYNTHESIS_CRON]}
+    assert (baseline_schedule.cron_schedule, synthesis_schedule.cron_schedule) == (BATCH_CRON, SYNTHESIS_CRON)
     assert re.search(r"publish --to", (REPO / ".github" / "workflows" / "evals.yml").read_text())

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from mcp_evals_pipeline.defs.partitions import catalog_trial_keys
+from mcp_evals_pipeline.procs import free_port, kill_tree
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 
 from .conftest import REPO
@@ -23,12 +22,6 @@ from .conftest import REPO
 CASE = "usage-ops-v2-01-restart-by-id"
 BATCH = "2026-11-30"
 BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _graphql(port: int, query: str) -> dict:
@@ -79,7 +72,7 @@ def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp
                            capture_output=True, text=True, timeout=600)
     assert batch.returncode == 0, batch.stdout[-2000:] + batch.stderr[-3000:]
 
-    port, log = _free_port(), tmp_path / "dg-dev.log"
+    port, log = free_port(), tmp_path / "dg-dev.log"
     with open(log, "wb") as out:
         server = subprocess.Popen([str(BIN / "dg"), "dev", "--host", "127.0.0.1", "--port", str(port)], cwd=REPO,
                                   env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -123,9 +116,4 @@ def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp
         assert any(label.endswith("grid.png") and e["__typename"] == "PathMetadataEntry"
                    for label, e in entries.items()), sorted(entries)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        kill_tree(server)  # dg dev's webserver, daemon and code server with it

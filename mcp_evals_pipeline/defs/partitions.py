@@ -8,18 +8,17 @@ and every task ever loaded; the UI would list thousands of partitions nobody ran
 
 import dagster as dg
 
+from mcp_evals_pipeline.batch_calendar import BATCH_CRON, FIRST_BATCH, TIMEZONE
 from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import Task
 from mcp_evals_pipeline.trials import trial_key
 
-BATCH_CRON = "0 14 * * 1,3,5"  # Mon/Wed/Fri 14:00 UTC
-FIRST_BATCH = "2026-08-03"  # the earlier harness's first batch: imported runs line up with ours
 TRIALS_PER_CELL = 3  # the spec's trials per task x condition: what the catalog registers (a batch may ask more)
 
 # end_offset=1: without it a Monday tick would target the previous Friday's window.
 batch_date_partitions = dg.TimeWindowPartitionsDefinition(
-    cron_schedule=BATCH_CRON, fmt="%Y-%m-%d", start=FIRST_BATCH, timezone="UTC", end_offset=1
+    cron_schedule=BATCH_CRON, fmt="%Y-%m-%d", start=FIRST_BATCH, timezone=TIMEZONE, end_offset=1
 )
 
 trial_key_partitions = dg.DynamicPartitionsDefinition(name="trial")

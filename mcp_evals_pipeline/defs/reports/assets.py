@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from mcp_evals_pipeline.batch_calendar import FIRST_BATCH, TIMEZONE
 from mcp_evals_pipeline.defs.models.assets import MODELS
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
@@ -15,7 +16,7 @@ from mcp_evals_pipeline.reporting.scorecard import render_report
 from mcp_evals_pipeline.runs import write_run_file
 from mcp_evals_pipeline.store import TrialStore
 
-weekly_partitions = dg.WeeklyPartitionsDefinition(start_date="2026-08-03", day_offset=1, timezone="UTC")
+weekly_partitions = dg.WeeklyPartitionsDefinition(start_date=FIRST_BATCH, day_offset=1, timezone=TIMEZONE)
 
 
 @dg.asset(

@@ -5,11 +5,12 @@ import datetime as dt
 
 import dagster as dg
 
+from mcp_evals_pipeline.batch_calendar import REPORTS_CRON, SYNTHESIS_CRON, TIMEZONE, TRIAL_CHECKS_CRON
 from mcp_evals_pipeline.defs.reports.jobs import reports_job, synthesis_job
 from mcp_evals_pipeline.defs.trials.jobs import trial_checks_job
 
 
-@dg.schedule(job=reports_job, cron_schedule="0 20 * * 1,3,5", execution_timezone="UTC",
+@dg.schedule(job=reports_job, cron_schedule=REPORTS_CRON, execution_timezone=TIMEZONE,
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="SQL models and the scorecard of the day's batch, after its trials.")
 def batch_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
@@ -17,7 +18,7 @@ def batch_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunReque
     return dg.RunRequest(run_key=f"reports-{batch_date}", partition_key=batch_date)
 
 
-@dg.schedule(job=trial_checks_job, cron_schedule="30 20 * * 1,3,5", execution_timezone="UTC",
+@dg.schedule(job=trial_checks_job, cron_schedule=TRIAL_CHECKS_CRON, execution_timezone=TIMEZONE,
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="The trial asset's check after the day's batch (its own unpartitioned run).")
 def trial_checks_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
@@ -25,7 +26,7 @@ def trial_checks_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunReques
     return dg.RunRequest(run_key=f"trial-checks-{batch_date}")
 
 
-@dg.schedule(job=synthesis_job, cron_schedule="0 15 * * 1", execution_timezone="UTC",
+@dg.schedule(job=synthesis_job, cron_schedule=SYNTHESIS_CRON, execution_timezone=TIMEZONE,
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="Weekly synthesis of the last 7 days (Mondays).")
 def synthesis_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:

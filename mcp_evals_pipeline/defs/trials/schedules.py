@@ -8,8 +8,9 @@ import datetime as dt
 
 import dagster as dg
 
+from mcp_evals_pipeline.batch_calendar import BATCH_CRON, TIMEZONE, USAGE_CRON
 from mcp_evals_pipeline.conditions import BASELINE, USAGE_CONDITIONS, Condition
-from mcp_evals_pipeline.defs.partitions import BATCH_CRON, TRIALS_PER_CELL, multi_key, register_trial_keys
+from mcp_evals_pipeline.defs.partitions import TRIALS_PER_CELL, multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.trials.jobs import trials_job
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier
@@ -48,7 +49,6 @@ def baseline_run_requests(batch_date: str) -> list[dg.RunRequest]:
 # it can have x 3, so each week has its bare row and the one-change deltas beside it (seed 004: "compared to what?").
 USAGE_AGENT = "codex"
 USAGE_TRIALS = TRIALS_PER_CELL
-USAGE_CRON = "0 16 * * 3"  # Wednesdays, once the day's batch date has opened (BATCH_CRON, 14:00)
 
 
 def usage_run_requests(batch_date: str) -> list[dg.RunRequest]:
@@ -63,7 +63,7 @@ def usage_run_requests(batch_date: str) -> list[dg.RunRequest]:
     return _trial_requests("usage-full", batch_date, cells, USAGE_AGENT, USAGE_TRIALS)
 
 
-@dg.schedule(job=trials_job, cron_schedule=BATCH_CRON, execution_timezone="UTC",
+@dg.schedule(job=trials_job, cron_schedule=BATCH_CRON, execution_timezone=TIMEZONE,
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="Baseline batch: the mcp-use suite's nine baseline tasks x noskill+blank x 3 trials, "
                          "agent codex (27 runs).")
@@ -71,7 +71,7 @@ def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunReque
     return _registered(context, baseline_run_requests(_batch_date(context)))
 
 
-@dg.schedule(job=trials_job, cron_schedule=USAGE_CRON, execution_timezone="UTC",
+@dg.schedule(job=trials_job, cron_schedule=USAGE_CRON, execution_timezone=TIMEZONE,
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="Usage batch (weekly, Wednesdays): every usage case (tier full) x bare, instructions "
                          "and docs x 3 trials, agent codex.")
