@@ -9,14 +9,43 @@ The earlier harness's contracts spell a binding as `viewUri` on an `expectedTool
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from pydantic import Field, field_validator
 
 from mcp_evals_pipeline.contracts.task_base import Covers
 
-if TYPE_CHECKING:
-    from mcp_evals_pipeline.contracts.task import TaskContract
+
+class _ViewUri(Protocol):
+    """An expected tool or a call of the earlier harness's format, as far as its `viewUri` goes."""
+
+    @property
+    def view_uri(self) -> str | None: ...
+
+
+class _ExpectedTool(_ViewUri, Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class _Call(_ViewUri, Protocol):
+    @property
+    def tool(self) -> str: ...
+
+
+class Bindable(Protocol):
+    """What view_bindings reads of a contract (contracts/task.py's TaskContract): a protocol, so this module
+    needs nothing of the module that uses it."""
+
+    @property
+    def views(self) -> Sequence[ViewBinding]: ...
+
+    @property
+    def expected_tools(self) -> Sequence[_ExpectedTool]: ...
+
+    @property
+    def calls(self) -> Sequence[_Call]: ...
 
 APP_MIME = "text/html;profile=mcp-app"
 UI_SCHEME = "ui://"
@@ -46,7 +75,7 @@ class ViewBinding(Covers):
         return value
 
 
-def view_bindings(contract: TaskContract) -> list[ViewBinding]:
+def view_bindings(contract: Bindable) -> list[ViewBinding]:
     """Every binding the contract declares, one per tool: `views` first, then the earlier harness's `viewUri`s on
     `expectedTools` and on `calls` (in that order). A tool bound twice to the same view counts once; a tool bound
     to two different views, or listed twice in `views`, is a contradiction in the contract and raises ValueError.

@@ -1,0 +1,114 @@
+"""The house's rules, read from the source: no import cycle inside the package (TYPE_CHECKING and function-level
+imports included: each is a module that needs the other to be read), and docs/architecture.md names only rooms
+that exist."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from .conftest import REPO, write_tree
+
+PACKAGE = "mcp_evals_pipeline"
+
+
+def _module(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """module -> the package's modules it imports anywhere in its source. `from pkg import name` counts as an import
+    of pkg.name when that is a module, else of pkg; a module's own parent packages are not edges (importing a
+    submodule always runs its package's __init__, which is no dependency the module chose)."""
+    modules = {_module(p, root): p for p in (root / package).rglob("*.py")}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for me, path in modules.items():
+        here = me if path.name == "__init__.py" else me.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = here.split(".")[: len(here.split(".")) - (node.level - 1)]
+                    base = ".".join([*parent, *([base] if base else [])])
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            for name in names:
+                target = resolve(name)
+                if target and target != me and not me.startswith(target + "."):
+                    edges.add(target)
+        graph[me] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = import_graph(REPO, PACKAGE)
+    assert len(graph) > 100 and graph[f"{PACKAGE}.cli"], "the graph is read from the real source"
+    assert cycles(graph) == []
+
+
+def test_a_cycle_through_type_checking_or_a_function_is_found(tmp_path: Path) -> None:
+    write_tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n",
+        "pkg/b.py": "class B: ...\ndef f():\n    from pkg import c\n",
+        "pkg/c.py": "from .a import x\n",
+        "pkg/d.py": "from pkg import a\n",  # one way only: no cycle
+    })
+    assert cycles(import_graph(tmp_path, "pkg")) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
+def test_the_architecture_page_names_only_what_exists() -> None:
+    page = (REPO / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`(mcp_evals_pipeline/[\w/.]+|dbt_like_sql/[\w/.]*|tasks/[\w/.-]*)`", page))
+    assert len(named) >= 20, named
+    missing = sorted(n for n in named if not (REPO / n.rstrip("/")).exists())
+    assert missing == [], missing
+    modules = {p.relative_to(REPO).as_posix() for p in (REPO / PACKAGE).glob("*.py") if p.name != "__init__.py"}
+    modules |= {p.relative_to(REPO).as_posix() + "/" for p in (REPO / PACKAGE).iterdir()
+                if p.is_dir() and (p / "__init__.py").exists()}
+    unnamed = sorted(m for m in modules if m not in named)
+    assert unnamed == [], f"rooms the page does not name: {unnamed}"
