@@ -104,13 +104,13 @@ def main() -> int:
         print(f"batch: 1 replay trial, its catalog and reports runs, {time.perf_counter() - started:.1f} s")
     else:
         env["DAGSTER_HOME"] = str(args.home.resolve())
+    checks = pages(_partitions(env["DAGSTER_HOME"]))  # before the server starts: nothing to leave running
     port = free_port()
     started = time.perf_counter()
     with open(work / "dg-dev.log", "wb") as log:
         server = subprocess.Popen([str(BIN / "dg"), "dev", "--host", "127.0.0.1", "--port", str(port)], cwd=REPO,
                                   env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     failed = 0
-    checks = pages(_partitions(env["DAGSTER_HOME"]))
     try:
         _wait(port, server)
         print(f"dg dev: up in {time.perf_counter() - started:.1f} s on port {port}; screenshots in {args.out}")
