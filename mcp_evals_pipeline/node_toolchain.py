@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.build_cache import cached_build
 from mcp_evals_pipeline.paths import cache_dir
 
@@ -95,21 +96,14 @@ def toolchain_key() -> str:
 def npm_env(home: Path, path_prefix: list[Path] | None = None) -> dict[str, str]:
     """A clean environment for npm: no user npmrc (HOME is private), the shared download cache, and only the
     host's network settings."""
-    system_path = "/usr/local/bin:/usr/bin:/bin"
-    prefix = ":".join(str(p) for p in path_prefix or [])
-    env = {
-        "PATH": f"{prefix}:{system_path}" if prefix else system_path,
-        "HOME": str(home),
-        "TMPDIR": str(home),
-        "LANG": "C.UTF-8",
+    return procs.sanitized_env(home=home, tmp=home, path_prefix=path_prefix, extra={
         "npm_config_cache": str(cache_dir() / "npm"),
         "npm_config_update_notifier": "false",
         "npm_config_fund": "false",
         "npm_config_audit": "false",
         "npm_config_progress": "false",
-    }
-    env.update({k: v for k, v in os.environ.items() if k.upper() in NETWORK_SETTINGS})
-    return env
+        **{k: v for k, v in os.environ.items() if k.upper() in NETWORK_SETTINGS},
+    })
 
 
 def _host_npm() -> tuple[str, str]:

@@ -142,6 +142,20 @@ def _wait_until_dead(procs: list[psutil.Process], timeout: float) -> None:
         pending = [p for p in pending if _alive(p)]
 
 
+def finish(proc: subprocess.Popen[bytes], timeout_s: float, log: Path, max_chars: int) -> tuple[bool, str]:
+    """Wait for a sandbox command; past its timeout kill its whole tree. Returns (timed out, the tail of its log),
+    the log removed. A command that finished may leave a backgrounded process running: the caller tracks it."""
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_tree(proc)
+    output = tail(log, max_chars)
+    log.unlink(missing_ok=True)
+    return timed_out, output
+
+
 def tail(path: Path, max_chars: int = 20_000) -> str:
     try:
         data = path.read_bytes()

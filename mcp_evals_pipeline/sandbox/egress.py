@@ -133,6 +133,20 @@ class _UnixSocketServer:
             self._conns.add(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
+    @staticmethod
+    def _splice(client: socket.socket, upstream: socket.socket) -> None:
+        """Bytes both ways until either side closes."""
+        threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
+        _pipe(upstream, client)
+
+    def _release(self, client: socket.socket, upstream: socket.socket | None) -> None:
+        """Forget the connection and close both of its sockets (either may already be gone)."""
+        self._conns.discard(client)
+        for s in (client, upstream):
+            if s is not None:
+                with contextlib.suppress(OSError):
+                    s.close()
+
     def _serve(self, client: socket.socket) -> None:
         raise NotImplementedError
 
@@ -198,16 +212,11 @@ class EgressProxy(_UnixSocketServer):
                 rest = head
             if rest:
                 upstream.sendall(rest)
-            threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
-            _pipe(upstream, client)
+            self._splice(client, upstream)
         except OSError:
             pass
         finally:
-            self._conns.discard(client)
-            for s in (client, upstream):
-                if s is not None:
-                    with contextlib.suppress(OSError):
-                        s.close()
+            self._release(client, upstream)
 
     def allow(self, entry: str) -> None:
         """Add an allow-list entry (`host`, `.suffix` or `host:port`) while the proxy runs."""
@@ -233,13 +242,8 @@ class PortRelay(_UnixSocketServer):
             upstream = socket.create_connection(self.target, timeout=15)
             upstream.settimeout(None)
             self.log.append(f"RELAY {self.target[0]}:{self.target[1]}")
-            threading.Thread(target=_pipe, args=(client, upstream), daemon=True).start()
-            _pipe(upstream, client)
+            self._splice(client, upstream)
         except OSError:
             pass
         finally:
-            self._conns.discard(client)
-            for s in (client, upstream):
-                if s is not None:
-                    with contextlib.suppress(OSError):
-                        s.close()
+            self._release(client, upstream)

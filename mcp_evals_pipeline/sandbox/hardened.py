@@ -517,14 +517,7 @@ class HardenedSandbox(Sandbox):
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=functools.partial(_preexec, self._cgroup))
         self._live.append(proc)
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            procs.kill_tree(proc)
-        output = procs.tail(log, OUTPUT_LIMIT)
-        log.unlink(missing_ok=True)
+        timed_out, output = procs.finish(proc, timeout_s, log, OUTPUT_LIMIT)
         notes = []
         if self._cgroup and self._cgroup.oom_kills() > oom_before:
             notes.append(f"[sandbox: out of memory (limit {_human(self.memory_limit)}): the kernel killed a process]")

@@ -32,17 +32,10 @@ class LocalSandbox(Sandbox):
         log = self._scratch / f"cmd-{time.monotonic_ns()}.log"
         started = time.monotonic()
         proc = procs.spawn(["/bin/bash", "-c", command], cwd=self.workspace, env=self._env, log_path=log)
-        self._live.append(proc)
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            procs.kill_tree(proc)
         # A finished command may leave a backgrounded server running for the agent's next command; its group
         # stays tracked and dies in close().
-        output = procs.tail(log, OUTPUT_LIMIT)
-        log.unlink(missing_ok=True)
+        self._live.append(proc)
+        timed_out, output = procs.finish(proc, timeout_s, log, OUTPUT_LIMIT)
         return CommandResult(
             exit_code=None if timed_out else proc.returncode,
             output=output,
