@@ -34,6 +34,7 @@ run: $(STAMP)
 # takes about 11 min instead of 27; the tests of the one test engine share a worker (tests/conftest.py).
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pylint --score=n mcp_evals_pipeline
 	scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 2 --dist loadgroup --durations=30
 
 # A developer machine's engine and images, left running (DOCKER_HOST is printed): `make docker-down` stops it.

@@ -112,3 +112,19 @@ def test_the_architecture_page_names_only_what_exists() -> None:
                 if p.is_dir() and (p / "__init__.py").exists()}
     unnamed = sorted(m for m in modules if m not in named)
     assert unnamed == [], f"rooms the page does not name: {unnamed}"
+
+
+def test_the_duplicate_code_check_fails_on_a_copied_block(tmp_path: Path) -> None:
+    """`make test` runs pylint's duplicate-code check (pyproject's [tool.pylint]) over the package: clean today,
+    and a six-line block written twice fails it."""
+    import subprocess
+    import sys
+
+    pylint = [sys.executable, "-m", "pylint", "--rcfile", str(REPO / "pyproject.toml"), "--score=n"]
+    clean = subprocess.run([*pylint, PACKAGE], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    block = "".join(f"    total = total * {n} + len(items) - {n}\n" for n in range(7))
+    write_tree(tmp_path, {"pkg/__init__.py": "", **{f"pkg/{name}.py": f"def {name}(items, total):\n{block}"
+                                                           "    return total\n" for name in ("first", "second")}})
+    copied = subprocess.run([*pylint, "pkg"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert copied.returncode != 0 and "R0801" in copied.stdout and "Similar lines in 2 files" in copied.stdout
