@@ -167,8 +167,8 @@ def test_a_batch_killed_twice_mid_trial_does_not_block_the_next(tmp_path: Path, 
     assert done.stderr.count("recovered Dagster run") == 2, done.stderr
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         runs = [r for r in instance.get_runs() if r.job_name != "catalog_job"]  # each eval's catalog run: SUCCESS
-        assert len(runs) == 4  # two killed trials, the trial after them and its reports run
-        assert sorted(r.status.value for r in runs) == ["FAILURE", "FAILURE", "SUCCESS", "SUCCESS"]
+        assert len(runs) == 5  # two killed trials, the trial after them, its trial check and reports runs
+        assert sorted(r.status.value for r in runs) == ["FAILURE", "FAILURE", "SUCCESS", "SUCCESS", "SUCCESS"]
         assert instance.event_log_storage.get_concurrency_info(POOL).claimed_slots == []
 
 
@@ -248,8 +248,8 @@ def test_eight_concurrent_first_uses_of_a_fresh_instance_all_succeed(tmp_path: P
         assert f"[1/1] {TASK}--noskill+blank--t1: fail contract.calls" in err
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         runs = instance.get_runs()
-    # each eval: its catalog, its trial and its reports run
-    assert len(runs) == 24 and {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
+    # each eval: its catalog, its trial, its trial check and its reports run
+    assert len(runs) == 32 and {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
 
 
 # ---- the pieces -------------------------------------------------------------------------------------------------
