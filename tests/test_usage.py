@@ -213,7 +213,7 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
     Both land in one run; its scorecard has the build figures and the usage section, whose per-case pass / miss /
     unsafe counts are the trial rows'."""
     recipe = (REPO / "Makefile").read_text().split("\nrun: ")[1].split("\n\n")[0]
-    assert "mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 3" in recipe
+    assert "mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 2" in recipe
     assert "mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3" in recipe
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     cases = [BY_NAME, "usage-ops-v2-08-delete-env-var"]  # two of the twelve, to keep the test short
