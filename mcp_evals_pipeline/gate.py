@@ -8,16 +8,17 @@ missing data. Each comes with one line per reason."""
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 from pydantic import Field
 
 from mcp_evals_pipeline.conditions import BASELINES
 from mcp_evals_pipeline.contracts.grade import RecordModel
 from mcp_evals_pipeline.floors import above_ceiling, below_floor
+from mcp_evals_pipeline.sql_models import wilson_interval
 from mcp_evals_pipeline.store import TrialStore
 
 PASSED, INCOMPLETE, BELOW_FLOOR = 0, 3, 1
@@ -98,15 +99,6 @@ class BatchSummary(RecordModel):
     gate: Gate
 
 
-def wilson(passed: int, n: int, z: float = 1.96) -> tuple[float | None, float | None]:
-    if n == 0:
-        return None, None
-    p = passed / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def batch_trials(store: TrialStore, run_id: str, keys: list[str] | None = None) -> list[BatchTrial]:
     """The run's current trials (only `keys`, when given: the batch's own), read after its models were built."""
     with store.connect() as con:
@@ -124,16 +116,18 @@ def headlines(trials: list[BatchTrial]) -> list[Headline]:
     for t in trials:
         cells.setdefault((t.kind, t.suite, t.condition), []).append(t)
     out = []
-    for (kind, suite, condition), mine in sorted(cells.items(), key=lambda c: (c[0][0], c[0][1] or "", c[0][2])):
-        scored = [t for t in mine if t.outcome not in ("invalid", "unscored")]
-        passed = sum(t.outcome == "pass" for t in scored)
-        unsafe = sum(t.outcome == "unsafe" for t in scored) if kind == "usage" else None
-        low, high = wilson(passed, len(scored))
-        out.append(Headline(
-            kind=kind, suite=suite, condition=condition, baseline=BASELINES.get(kind) == condition, passed=passed,
-            valid_scored=len(scored), invalid=sum(t.outcome == "invalid" for t in mine),
-            pass_rate=passed / len(scored) if scored else None, wilson_low=low, wilson_high=high, unsafe=unsafe,
-            unsafe_rate=(unsafe / len(scored) if scored else None) if unsafe is not None else None))
+    with duckdb.connect() as con:  # the models' Wilson formula (sql_models.wilson_interval), evaluated in memory
+        for (kind, suite, condition), mine in sorted(cells.items(),
+                                                     key=lambda c: (c[0][0], c[0][1] or "", c[0][2])):
+            scored = [t for t in mine if t.outcome not in ("invalid", "unscored")]
+            passed = sum(t.outcome == "pass" for t in scored)
+            unsafe = sum(t.outcome == "unsafe" for t in scored) if kind == "usage" else None
+            low, high = wilson_interval(con, passed, len(scored))
+            out.append(Headline(
+                kind=kind, suite=suite, condition=condition, baseline=BASELINES.get(kind) == condition,
+                passed=passed, valid_scored=len(scored), invalid=sum(t.outcome == "invalid" for t in mine),
+                pass_rate=passed / len(scored) if scored else None, wilson_low=low, wilson_high=high,
+                unsafe=unsafe, unsafe_rate=unsafe / len(scored) if scored and unsafe is not None else None))
     return out
 
 

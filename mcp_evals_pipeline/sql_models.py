@@ -129,6 +129,21 @@ def adhoc(sql: str) -> str:
     return render(expand_macros(sql, "<adhoc>", macros(MODELS_DIR / "macros")))
 
 
+_WILSON = """
+SELECT {{ wilson_low('p', 'n') }} AS low, {{ wilson_high('p', 'n') }} AS high
+FROM (SELECT ?::DOUBLE AS p, ?::BIGINT AS n)
+"""
+
+
+def wilson_interval(con: duckdb.DuckDBPyConnection, passed: int, n: int) -> tuple[float | None, float | None]:
+    """The Wilson 95% interval of passed / n by dbt_like_sql/macros/wilson.sql, the formula every model reports
+    (None, None when n is 0): figures computed outside a model (compare, the CI gate) never carry a second one."""
+    if n == 0:
+        return None, None
+    low, high = con.execute(adhoc(_WILSON), [passed / n, n]).fetchone() or (None, None)
+    return (float(low), float(high)) if low is not None and high is not None else (None, None)
+
+
 @cache
 def _parser() -> tuple[duckdb.DuckDBPyConnection, threading.Lock]:
     """A private in-memory connection for parsing only: the module's default connection may be holding someone

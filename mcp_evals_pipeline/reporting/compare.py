@@ -23,7 +23,7 @@ from typing import Any
 import duckdb
 
 from mcp_evals_pipeline.reporting import stats
-from mcp_evals_pipeline.sql_models import adhoc
+from mcp_evals_pipeline.sql_models import adhoc, wilson_interval
 
 # A side's attempts: the current ones of its batch, or the newest of each slot graded by the version it names.
 _CHOSEN = """
@@ -64,11 +64,6 @@ SELECT side, kind_ AS kind, task, condition, trial, agent_runner,
             WHEN contract_pass THEN 'pass'
             ELSE 'fail: ' || coalesce(failing_check, '?') || ' (' || coalesce(failure_code, '?') || ')' END AS outcome
 FROM chosen
-"""
-
-_WILSON = """
-SELECT {{ wilson_low('p', 'n') }} AS low, {{ wilson_high('p', 'n') }} AS high
-FROM (SELECT ?::DOUBLE AS p, ?::BIGINT AS n)
 """
 
 Key = tuple[str, str, str, str]  # kind, task, condition, agent runner
@@ -196,8 +191,8 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> lis
 def _wilson(con: duckdb.DuckDBPyConnection, cell: Cell) -> tuple[float, float, float] | None:
     if not cell.valid:
         return None
-    low, high = con.execute(adhoc(_WILSON), [cell.passes / cell.valid, cell.valid]).fetchone() or (None, None)
-    return (cell.passes / cell.valid, float(low), float(high))
+    low, high = wilson_interval(con, cell.passes, cell.valid)
+    return (cell.passes / cell.valid, float(low or 0.0), float(high or 0.0))
 
 
 def compare(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> Comparison:
