@@ -89,14 +89,20 @@ CREATE TABLE IF NOT EXISTS runs (
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS suites JSON;
 """
 
-def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+_MIGRATED: set[str] = set()  # database files this process has brought up to date (a connection per write)
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Types changed after the first release, changed in place in older database files: runs.started_at was a
-    string (an unreadable one becomes NULL; run.json keeps it)."""
+    string (an unreadable one becomes NULL; run.json keeps it). Once per file and process, not on every write."""
+    if str(path) in _MIGRATED:
+        return
     found = con.execute("SELECT data_type FROM information_schema.columns WHERE table_name = 'runs' "
                         "AND column_name = 'started_at'").fetchone()
     if found and found[0] == "VARCHAR":
         con.execute("ALTER TABLE runs ALTER started_at SET DATA TYPE TIMESTAMPTZ "
                     "USING try_cast(started_at AS TIMESTAMPTZ)")
+    _MIGRATED.add(str(path))
 
 
 COLUMNS = (
@@ -170,7 +176,7 @@ class TrialStore:
                     time.sleep(LOCK_POLL_S)
             try:
                 con.execute(SCHEMA)
-                _migrate(con)
+                _migrate(con, self.path)
                 yield con
             finally:
                 con.close()
