@@ -6,6 +6,9 @@ registered before its runs launch). A static set would have to name every trial 
 and every task ever loaded; the UI would list thousands of partitions nobody ran."""
 
 
+import datetime as dt
+from zoneinfo import ZoneInfo
+
 import dagster as dg
 
 from mcp_evals_pipeline.batch_calendar import BATCH_CRON, FIRST_BATCH, TIMEZONE
@@ -30,6 +33,12 @@ def multi_key(batch_date: str, key: str) -> dg.MultiPartitionKey:
     return dg.MultiPartitionKey({"batch_date": batch_date, "trial": key})
 
 
+def tick_date(context: dg.ScheduleEvaluationContext, days_back: int = 0) -> str:
+    """The date (in the batch calendar's timezone) a schedule tick stands for, `days_back` days earlier."""
+    when = context.scheduled_execution_time.astimezone(ZoneInfo(TIMEZONE)) - dt.timedelta(days=days_back)
+    return when.strftime("%Y-%m-%d")
+
+
 def catalog_trial_keys(tasks: list[Task], trials: int = TRIALS_PER_CELL) -> list[str]:
     """Every task x each condition it can run (a usage task's docs only with its suite's docs pack) x trials."""
     keys = []
@@ -47,7 +56,8 @@ def catalog_trial_keys(tasks: list[Task], trials: int = TRIALS_PER_CELL) -> list
 def register_trial_keys(instance: dg.DagsterInstance, keys: list[str]) -> list[str]:
     """Add the trial keys the instance lacks (a run can only target a registered key); the keys added. Batches
     started side by side register the same keys at once: a lost race (the key's unique index) is read again."""
-    for attempt in range(3):
+    attempts = 3
+    while True:
         known = set(instance.get_dynamic_partitions(trial_key_partitions.name))
         new = [k for k in dict.fromkeys(keys) if k not in known]
         if not new:
@@ -56,8 +66,8 @@ def register_trial_keys(instance: dg.DagsterInstance, keys: list[str]) -> list[s
             instance.add_dynamic_partitions(trial_key_partitions.name, new)
             return new
         except Exception:  # the other writer's rows landed first (sqlalchemy IntegrityError): look again
-            if attempt == 2:
+            attempts -= 1
+            if not attempts:
                 raise
-    return []  # pragma: no cover
 
 

@@ -1,11 +1,11 @@
 """The batch's models and scorecard after its trials (Mon/Wed/Fri), and the Monday synthesis. Stopped by default,
 like the batches they report on."""
 
-import datetime as dt
 
 import dagster as dg
 
 from mcp_evals_pipeline.batch_calendar import REPORTS_CRON, SYNTHESIS_CRON, TIMEZONE, TRIAL_CHECKS_CRON
+from mcp_evals_pipeline.defs.partitions import tick_date
 from mcp_evals_pipeline.defs.reports.jobs import reports_job, synthesis_job
 from mcp_evals_pipeline.defs.trials.jobs import trial_checks_job
 
@@ -14,16 +14,14 @@ from mcp_evals_pipeline.defs.trials.jobs import trial_checks_job
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="SQL models and the scorecard of the day's batch, after its trials.")
 def batch_reports_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-    batch_date = context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
-    return dg.RunRequest(run_key=f"reports-{batch_date}", partition_key=batch_date)
+    return dg.RunRequest(run_key=f"reports-{tick_date(context)}", partition_key=tick_date(context))
 
 
 @dg.schedule(job=trial_checks_job, cron_schedule=TRIAL_CHECKS_CRON, execution_timezone=TIMEZONE,
              default_status=dg.DefaultScheduleStatus.STOPPED,
              description="The trial asset's check after the day's batch (its own unpartitioned run).")
 def trial_checks_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-    batch_date = context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
-    return dg.RunRequest(run_key=f"trial-checks-{batch_date}")
+    return dg.RunRequest(run_key=f"trial-checks-{tick_date(context)}")
 
 
 @dg.schedule(job=synthesis_job, cron_schedule=SYNTHESIS_CRON, execution_timezone=TIMEZONE,
@@ -31,5 +29,5 @@ def trial_checks_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunReques
              description="Weekly synthesis of the last 7 days (Mondays).")
 def synthesis_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
     # The week that just ended: the weekly partition starting last Monday.
-    start = (context.scheduled_execution_time.astimezone(dt.UTC) - dt.timedelta(days=7)).strftime("%Y-%m-%d")
+    start = tick_date(context, days_back=7)
     return dg.RunRequest(run_key=f"synthesis-{start}", partition_key=start)

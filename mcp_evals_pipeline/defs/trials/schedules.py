@@ -4,13 +4,12 @@ Stopped by default: the baseline and the usage batch run the codex agent and nee
 the UI."""
 
 
-import datetime as dt
 
 import dagster as dg
 
 from mcp_evals_pipeline.batch_calendar import BATCH_CRON, TIMEZONE, USAGE_CRON
 from mcp_evals_pipeline.conditions import BASELINE, USAGE_CONDITIONS, Condition
-from mcp_evals_pipeline.defs.partitions import TRIALS_PER_CELL, multi_key, register_trial_keys
+from mcp_evals_pipeline.defs.partitions import TRIALS_PER_CELL, multi_key, register_trial_keys, tick_date
 from mcp_evals_pipeline.defs.trials.jobs import trials_job
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier
@@ -68,7 +67,7 @@ def usage_run_requests(batch_date: str) -> list[dg.RunRequest]:
              description="Baseline batch: the mcp-use suite's nine baseline tasks x noskill+blank x 3 trials, "
                          "agent codex (27 runs).")
 def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
-    return _registered(context, baseline_run_requests(_batch_date(context)))
+    return _registered(context, baseline_run_requests(tick_date(context)))
 
 
 @dg.schedule(job=trials_job, cron_schedule=USAGE_CRON, execution_timezone=TIMEZONE,
@@ -76,11 +75,7 @@ def baseline_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunReque
              description="Usage batch (weekly, Wednesdays): every usage case (tier full) x bare, instructions "
                          "and docs x 3 trials, agent codex.")
 def usage_schedule(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
-    return _registered(context, usage_run_requests(_batch_date(context)))
-
-
-def _batch_date(context: dg.ScheduleEvaluationContext) -> str:
-    return context.scheduled_execution_time.astimezone(dt.UTC).strftime("%Y-%m-%d")
+    return _registered(context, usage_run_requests(tick_date(context)))
 
 
 def _registered(context: dg.ScheduleEvaluationContext, requests: list[dg.RunRequest]) -> list[dg.RunRequest]:
