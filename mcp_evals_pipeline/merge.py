@@ -19,7 +19,7 @@ from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.legacy_import import find_run_dirs
 from mcp_evals_pipeline.runs import RUN_FILE, load_run_file, write_run_file
 from mcp_evals_pipeline.store import TrialStore
-from mcp_evals_pipeline.trial_dir import MEMO_FILE, TRIAL_FILE
+from mcp_evals_pipeline.trial_dir import MEMO_FILE, TRIAL_FILE, run_file
 
 
 @dataclass
@@ -77,18 +77,19 @@ def merge_shards(shards: list[Path], runs_root: Path, store: TrialStore,
     if summary.run_id is None or not found:
         return summary
     target = runs_root / summary.run_id
+    records = []
     for key, (trial, run_dir, _) in sorted(found.items()):
         trial_dir = target / "trials" / key
         trial_dir.mkdir(parents=True, exist_ok=True)
-        memo = run_dir / trial.memo_path if trial.memo_path else None
-        if memo is not None and memo.is_file() and memo.resolve() != (trial_dir / MEMO_FILE).resolve():
+        memo = run_file(run_dir, trial.memo_path)  # inside the shard's run, or not copied at all
+        if memo is not None and memo != (trial_dir / MEMO_FILE).resolve():
             shutil.copyfile(memo, trial_dir / MEMO_FILE)
         has_memo = (trial_dir / MEMO_FILE).is_file()
         record = trial.model_copy(update={"memo_path": f"trials/{key}/{MEMO_FILE}" if has_memo else None,
-                                          "transcript_path": None})
+                                          "transcript_path": None})  # transcripts stay with their shard
         (trial_dir / TRIAL_FILE).write_text(record.model_dump_json(indent=2))
-    records = [t for t, _, _ in found.values()]
-    store.record_trials([r.model_copy(update={"transcript_path": None}) for r in records])
+        records.append(record)
+    store.record_trials(records)  # the rows say what the files say
     write_run_file(target, store)
     summary.trials = len(found)
     return summary

@@ -21,7 +21,7 @@ from pathlib import Path
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.redaction import redact, secret_values
 from mcp_evals_pipeline.runs import RUN_FILE, load_run_file
-from mcp_evals_pipeline.trial_dir import MEMO_FILE
+from mcp_evals_pipeline.trial_dir import MEMO_FILE, run_file
 
 REPORT_FILE = "report.md"
 
@@ -38,17 +38,17 @@ def _run_files(run_dir: Path, secrets: dict[str, str]) -> dict[str, bytes]:
     """What a run publishes, relative to its directory: run.json (records without transcript paths: transcripts
     stay home), report.md and the memos, each redacted."""
     run = load_run_file(run_dir / RUN_FILE)
+    memos = {t.trial_name: run_file(run_dir, t.memo_path) for t in run.trials}
     trials = [t.model_copy(update={"transcript_path": None,
-                                   "memo_path": t.memo_path if t.memo_path and (run_dir / t.memo_path).is_file()
-                                   else None}) for t in run.trials]
+                                   "memo_path": f"trials/{t.trial_name}/{MEMO_FILE}" if memos[t.trial_name] else None})
+              for t in run.trials]
     run = run.model_copy(update={"trials": trials})
     files = {RUN_FILE: redact(run.model_dump_json(indent=2), secrets) or ""}
     if (run_dir / REPORT_FILE).is_file():
         files[REPORT_FILE] = redact((run_dir / REPORT_FILE).read_text(encoding="utf-8"), secrets) or ""
-    for t in trials:
-        if t.memo_path:
-            files[f"trials/{t.trial_name}/{MEMO_FILE}"] = redact(
-                (run_dir / t.memo_path).read_text(encoding="utf-8"), secrets) or ""
+    for key, memo in memos.items():
+        if memo is not None:
+            files[f"trials/{key}/{MEMO_FILE}"] = redact(memo.read_text(encoding="utf-8"), secrets) or ""
     return {name: text.encode() for name, text in files.items()}
 
 

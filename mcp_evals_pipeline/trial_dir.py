@@ -28,6 +28,17 @@ SERVER_LOG = "server.log"
 WORLD_FILE = "world.json"  # a usage trial's world: every request it received, and the server that ran
 CONDITION_FILE = "condition.md"  # what a usage condition added to the prompt (the instructions, the docs pack)
 WORKSPACE_DIR = "workspace"
+
+
+def run_file(run_dir: Path, rel: str | None) -> Path | None:
+    """A file a record names relative to its run directory (a memo, a transcript), if it is a regular file inside
+    that directory. A run.json read from elsewhere (an import, a CI shard) may name `../../etc/passwd` or a link out:
+    None then, so no host file is ever copied or quoted into a record or a report."""
+    if not rel:
+        return None
+    root = run_dir.resolve()
+    path = (root / rel).resolve()
+    return path if path.is_relative_to(root) and path.is_file() else None
 PREVIOUS_DIR = "previous"
 RESERVE_FILE = ".space-reserve"
 RESERVE_BYTES = 256 * 1024

@@ -17,6 +17,7 @@ from .conftest import REPO
 TASK = "py-v4-01-basic-tool-server"
 RUN = "2026-11-30--replay--default"
 SECRET = "pub-canary-5f0c9d2e7a1b"
+OUTSIDE = "outside-canary-81d2c7f0"
 # Every result column of a trial row; paths (memo, transcript), the import source and when it was recorded differ.
 RESULT_COLUMNS = (
     "run_id, batch_id, batch_date, task, condition, trial, prompt_hash, agent_runner, agent_model, reasoning_effort, "
@@ -46,6 +47,13 @@ def test_publish_is_compact_redacted_append_only_and_reads_back(tmp_path: Path) 
     run_dir = results / "runs" / RUN
     memo = next(run_dir.glob("trials/*/memo.md"))
     memo.write_text(memo.read_text() + f"\nthe agent printed {SECRET}\n")  # a secret that reached a record
+    # A run.json whose record names a file outside its run (an imported one could): never published.
+    outside = tmp_path / "host-file.txt"
+    outside.write_text(f"host file {OUTSIDE}\n")
+    run_json = json.loads((run_dir / "run.json").read_text())
+    other = next(i for i, t in enumerate(run_json["trials"]) if t["memoPath"] != memo.relative_to(run_dir).as_posix())
+    run_json["trials"][other]["memoPath"] = "../../../host-file.txt"
+    (run_dir / "run.json").write_text(json.dumps(run_json))
 
     published = tmp_path / "published"
     first = _cli("publish", "--to", str(published), env=env)
@@ -56,8 +64,10 @@ def test_publish_is_compact_redacted_append_only_and_reads_back(tmp_path: Path) 
     assert {Path(f).name for f in files} == {"run.json", "report.md", "memo.md"}  # no workspace, transcript, png
     texts = "".join((published / f).read_text() for f in files)
     assert SECRET not in texts and "[redacted:PUBLISH_TEST_TOKEN]" in texts
+    assert OUTSIDE not in texts and (run_dir / "../../../host-file.txt").resolve() == outside
     published_run = json.loads((published / "runs" / RUN / "run.json").read_text())
     assert [t["transcriptPath"] for t in published_run["trials"]] == [None, None]  # transcripts stay home
+    assert published_run["trials"][other]["memoPath"] is None  # the outside file was not taken for its memo
 
     again = _cli("publish", "--to", str(published), env=env)
     assert again.returncode == 0 and "published 0 new, 1 already there" in again.stdout, again.stdout

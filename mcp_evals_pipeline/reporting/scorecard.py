@@ -23,7 +23,7 @@ from mcp_evals_pipeline.models import CALIBRATION
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.reporting import stats
 from mcp_evals_pipeline.sql_models import scoped_select
-from mcp_evals_pipeline.trial_dir import TRANSCRIPT_FILE, WORLD_FILE
+from mcp_evals_pipeline.trial_dir import TRANSCRIPT_FILE, WORLD_FILE, run_file
 from mcp_evals_pipeline.trials import trial_key
 from mcp_evals_pipeline.upstreams.base import WRITE_METHODS
 
@@ -118,9 +118,9 @@ def _judge(run: Row, base: Path, memo_paths: list[str]) -> str:
     if run["source"] == "import" or not run["judge_model"]:
         return f"judge: {run['judge_model'] or 'none'}"
     statuses: dict[str, int] = {}
-    for rel in memo_paths:
+    for path in filter(None, (run_file(base, rel) for rel in memo_paths)):
         with contextlib.suppress(OSError):
-            status = memo_status((base / rel).read_text(encoding="utf-8", errors="replace"))[0]
+            status = memo_status(path.read_text(encoding="utf-8", errors="replace"))[0]
             statuses[status] = statuses.get(status, 0) + 1
     written = statuses.get("written", 0)
     if not written:
@@ -557,7 +557,8 @@ def _memos(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
                          WHERE run_id = ? AND memo_path IS NOT NULL ORDER BY task, condition, trial""", [run_id])
     lines = ["## Memos", ""]
     for r in rows:
-        excerpt = memo_excerpt(base / r["memo_path"])
+        path = run_file(base, r["memo_path"])
+        excerpt = memo_excerpt(path) if path is not None else "(memo file missing)"
         if excerpt is None:
             continue
         lines.append(f"- `{r['task']}` · `{r['condition']}` · trial {r['trial']} — "
