@@ -36,10 +36,11 @@ def above_ceiling(series: str, rate: object, ceiling: float | None, where: str, 
 
 
 def floor_violations(rows: Iterable[dict[str, object]], floors: dict[str, float]) -> list[str]:
-    found = (below_floor(series_name(row["agent_runner"], row["agent_model"]), row["pass_rate"],
-                         floors.get(series_name(row["agent_runner"], row["agent_model"])), str(row["run_id"]))
-             for row in rows)
-    return [v for v in found if v]
+    out = []
+    for row in rows:
+        series = series_name(row["agent_runner"], row["agent_model"])
+        out.append(below_floor(series, row["pass_rate"], floors.get(series), str(row["run_id"])))
+    return [v for v in out if v]
 
 
 LATEST_PER_SERIES = """

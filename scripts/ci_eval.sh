@@ -36,7 +36,7 @@ while read -r s; do [ -n "$s" ] && args+=(--suite "$s"); done < <(split "${INPUT
 "$cli" "${args[@]}"
 code=$?
 if [ -f "$out_dir/mcp-evals-summary.json" ]; then
-  "$cli" ci-outputs "$out_dir/mcp-evals-summary.json" || code=${code:-1}
+  "$cli" ci-outputs "$out_dir/mcp-evals-summary.json" || { [ "$code" -eq 0 ] && code=1; }  # no outputs: not green
   [ -n "${GITHUB_OUTPUT:-}" ] && { echo "summary=$out_dir/mcp-evals-summary.json"; echo "junit=$out_dir/mcp-evals-junit.xml"; } >> "$GITHUB_OUTPUT"
 fi
 exit "$code"
