@@ -23,6 +23,8 @@ setup: $(STAMP)
 # replay). Last, where to look. Two build trials, not three: the recorded sessions are canned (t1 fails, t2 passes),
 # so a third adds nothing a newcomer learns, and a second `make run` stays within 3 minutes.
 run: $(STAMP)
+	scripts/install_boxes.sh
+	$(VENV)/bin/mcp-evals preflight
 	$(VENV)/bin/mcp-evals import-runs --if-missing tests/fixtures/legacy_runs.tar.xz
 	$(VENV)/bin/mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 2 --parallel 2
 	$(VENV)/bin/mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3 --parallel 2

@@ -295,6 +295,22 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
     return open_instance(dagster_home())
 
 
+@main.command("preflight")
+def preflight_cmd() -> None:
+    """Can this machine box agent-written code? One line: what boxes it, or what is missing and the ways out
+    (exit 2). `make run` asks before any work; `eval` asks again before creating anything."""
+    from mcp_evals_pipeline.grader.boxes import box_kind, preflight, unboxed_allowed
+
+    no_box = preflight()
+    if no_box:
+        err.print(f"[red]error:[/] {no_box}")
+        sys.exit(2)
+    if unboxed_allowed():
+        err.print("[yellow]warning:[/] MCP_EVALS_UNSAFE_UNBOXED_GRADING=1: agent-written code runs UNBOXED on the host")
+    else:
+        out.print(f"preflight: agent-written code is boxed ({box_kind()})")
+
+
 @main.command("eval")
 @click.option("--agent", default=DEFAULT_AGENT, show_default=True, help=agents_help())
 @click.option("--condition", "conditions", multiple=True,
@@ -346,10 +362,15 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     when a floor is asked for)."""
     from dagster import DagsterExecutionInterruptedError
 
+    from mcp_evals_pipeline.grader.boxes import preflight
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
 
     if variants:
         err.print("[yellow]--variant is deprecated; use --condition[/]")
+    no_box = preflight()  # before the instance or any file is created: a fresh machine's first command
+    if no_box:
+        err.print(f"[red]error:[/] {no_box}")
+        sys.exit(2)
     request = BatchRequest(
         agent=agent, conditions=list(conditions + variants), trials=trials,
         task_ids=_selection(task_ids, suites),

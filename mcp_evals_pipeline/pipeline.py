@@ -37,6 +37,7 @@ from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.grader.boxes import preflight
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
@@ -54,7 +55,7 @@ from mcp_evals_pipeline.trials import (
     run_id_for,
     trial_key,
 )
-from mcp_evals_pipeline.verify import verify_gate
+from mcp_evals_pipeline.verify import VerifyResult, verify_gate
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 # The console shows one line per trial; Dagster's own event log stays in the instance (and the UI).
@@ -110,9 +111,30 @@ class BatchOutcome:
     keys: list[str] = field(default_factory=list)  # every trial key the batch asked for (skipped ones included)
 
 
+GATE_LINES = 10  # failures named one by one; `mcp-evals verify-tasks` lists them all
+
+
+def gate_failure(bad: list[VerifyResult]) -> str:
+    """What the verify gate says when solutions were not graded as declared: a cause every failure shares (the
+    same infra code and reason: a host that cannot box, a registry down) once with its count; else the first
+    failures one by one, each with its reason, and how many more."""
+    causes = {(r.got, r.why) for r in bad}
+    if len(causes) == 1:
+        got, why = next(iter(causes))
+        if got.startswith("infra.") and why:
+            return f"all {len(bad)} solution(s) of {len({r.task_id for r in bad})} task(s) got {got}: {why}"
+    named = "; ".join(f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}"
+                      + (f" ({r.why[:200]})" if r.why else "") for r in bad[:GATE_LINES])
+    more = f"; and {len(bad) - GATE_LINES} more (`mcp-evals verify-tasks` lists them)" if len(bad) > GATE_LINES else ""
+    return named + more
+
+
 def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
               echo: Callable[[str], None] = print, store: EvalStore | None = None) -> BatchOutcome:
-    """Validate everything first (ids, tasks, conditions, agent, credentials), then spend."""
+    """Validate everything first (ids, tasks, conditions, agent, credentials, a box for agent code), then spend."""
+    no_box = preflight()
+    if no_box:
+        raise ValueError(no_box)
     if request.batch_id is not None:
         check_id(request.batch_id, "batch id")  # it names the run directory: refused before anything is written
     for task_id in request.task_ids:
@@ -156,10 +178,8 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                  f"files + grader {GRADER_VERSION} + harness code + toolchain + day: {proofs})")
         if len(gate.reused) < len(tasks):
             echo(f"verify-tasks: proved {len(tasks) - len(gate.reused)} task(s) before any agent runs")
-        bad = gate.failed
-        if bad:
-            raise ValueError("verify-tasks failed, no agent was run: " + "; ".join(
-                f"{r.task_id} {r.solution.kind}:{r.solution.name} expected {r.expected}, got {r.got}" for r in bad))
+        if gate.failed:
+            raise ValueError("verify-tasks failed, no agent was run: " + gate_failure(gate.failed))
 
     config = request.trial_options()
     tags = tags_for(request, batch_date)

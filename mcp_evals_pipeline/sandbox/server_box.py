@@ -62,7 +62,7 @@ def _bwrap() -> str | None:
 
 def available() -> bool:
     if box_kind() == "docker":
-        return _docker_problem() is None
+        return docker_problem() is None
     return box_kind() == "bwrap" and os.geteuid() == 0 and _bwrap() is not None
 
 
@@ -120,7 +120,7 @@ def prefix(*, readable: Iterable[Path], writable: Iterable[Path], cwd: Path,
     environment; bwrap passes the environment through)."""
     if not available():
         if not unboxed_allowed():
-            why = (f"{SWITCH_ENV}=0" if box_kind() == "off" else _docker_problem() if box_kind() == "docker" else
+            why = (f"{SWITCH_ENV}=0" if box_kind() == "off" else docker_problem() if box_kind() == "docker" else
                    "not root" if os.geteuid() != 0 else "; ".join(detect().missing) or "bubblewrap does not run here")
             raise refuse(why or "")
         return list(procs.pid_namespace_prefix()), UNBOXED
@@ -177,7 +177,7 @@ def _probe_image(host: str, image: str) -> tuple[str | None, tuple[str, ...]]:
     return None, tuple(item.split("=", 1)[0] for item in json.loads(done.stdout or "null") or [])
 
 
-def _docker_problem() -> str | None:
+def docker_problem() -> str | None:
     """Why no server container can be started here (None: one can)."""
     return _probe()[0]
 
