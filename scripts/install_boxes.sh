@@ -5,10 +5,14 @@
 # two ways out (install it; MCP_EVALS_GRADER_BOX=docker).
 set -uo pipefail
 
-missing=()
-for tool in bwrap nsenter setpriv; do
-    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
-done
+# Each tool run, not only looked up: a path that exists but does not execute is missing too.
+check() {
+    missing=()
+    bwrap --version >/dev/null 2>&1 || missing+=(bwrap)
+    nsenter --version >/dev/null 2>&1 || missing+=(nsenter)
+    setpriv --version >/dev/null 2>&1 || missing+=(setpriv)
+}
+check
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -20,7 +24,8 @@ echo "install_boxes: installing Debian's bubblewrap and util-linux (missing: ${m
 export DEBIAN_FRONTEND=noninteractive
 if ! apt-get install -y -qq bubblewrap util-linux >/dev/null 2>&1; then
     apt-get update -qq >/dev/null 2>&1
-    apt-get install -y -qq bubblewrap util-linux >/dev/null 2>&1 \
-        || echo "install_boxes: apt-get could not install bubblewrap: grading will refuse to start" >&2
+    apt-get install -y -qq bubblewrap util-linux >/dev/null 2>&1
 fi
+check
+[ "${#missing[@]}" -eq 0 ] || echo "install_boxes: still missing after apt-get: ${missing[*]}" >&2
 exit 0
