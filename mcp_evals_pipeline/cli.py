@@ -299,7 +299,8 @@ def _instance():  # type: ignore[no-untyped-def] - dagster is imported lazily: `
 def preflight_cmd() -> None:
     """Can this machine box agent-written code? One line: what boxes it, or what is missing and the ways out
     (exit 2). `make run` asks before any work; `eval` asks again before creating anything."""
-    from mcp_evals_pipeline.grader.boxes import box_kind, preflight, unboxed_allowed
+    from mcp_evals_pipeline.grader.boxes import box_kind, unboxed_allowed
+    from mcp_evals_pipeline.sandbox.preflight import preflight
 
     no_box = preflight()
     if no_box:
@@ -362,8 +363,8 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     when a floor is asked for)."""
     from dagster import DagsterExecutionInterruptedError
 
-    from mcp_evals_pipeline.grader.boxes import preflight
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
+    from mcp_evals_pipeline.sandbox.preflight import preflight
 
     if variants:
         err.print("[yellow]--variant is deprecated; use --condition[/]")

@@ -37,11 +37,11 @@ from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
-from mcp_evals_pipeline.grader.boxes import preflight
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import require_isolation
+from mcp_evals_pipeline.sandbox.preflight import preflight
 from mcp_evals_pipeline.tasks.catalog import Task, Tier, discover_tasks, get_task, in_tier
 from mcp_evals_pipeline.trial_options import TrialOptions
 from mcp_evals_pipeline.trials import (
