@@ -165,9 +165,11 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         catalog = job("catalog_job").execute_in_process(instance=instance, run_config=QUIET, tags=catalog_tags,
                                                         raise_on_error=False)
     _raise_if_interrupted(catalog)
-    if not catalog.success:
+    if not _succeeded(catalog):
         failure = next((e.step_failure_data.error for e in catalog.all_events if e.is_step_failure), None)
-        raise ValueError(f"task_catalog failed, no agent was run: {failure.message.strip() if failure else '?'}")
+        why = failure.message.strip() if failure else "its Dagster run was deleted while it ran" \
+            if catalog.dagster_run is None else "?"
+        raise ValueError(f"task_catalog failed, no agent was run: {why}")
     register_trial_keys(instance, keys)  # the catalog's t1..t3 are there; a --trials 5 batch adds its own
 
     if request.verify:
@@ -237,14 +239,14 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
             partition_key=batch_date, instance=instance, resources={"eval_store": store}, run_config=QUIET,
             tags=report_tags, raise_on_error=False)
     _raise_if_interrupted(reports_run)
-    if not checks_run.success:
+    if not _succeeded(checks_run):
         failed += 1
     for check in [*checks_run.get_asset_check_evaluations(), *reports_run.get_asset_check_evaluations()]:
         if not check.passed:
             echo(f"check {check.check_name} on {check.asset_key.to_user_string()} did not pass: "
                  f"{_check_detail(check.metadata)}")
     broken: list[str] = []
-    if not reports_run.success:
+    if not _succeeded(reports_run):
         failed += 1
     else:
         meta = reports_run.asset_materializations_for_node("batch_scorecard")[0].metadata
@@ -295,7 +297,7 @@ def materialize_trial(instance: dg.DagsterInstance, store: EvalStore, batch_date
             run_config={"ops": {"trial": {"config": config}}, **QUIET}, tags=run_tags, raise_on_error=False,
         )
     _raise_if_interrupted(result)
-    if not result.success:
+    if not _succeeded(result):
         return TrialRunOutcome(False, result.run_id)
     meta = result.asset_materializations_for_node("trial")[0].metadata
     return TrialRunOutcome(True, result.run_id, str(meta["outcome"].value),
@@ -321,12 +323,18 @@ def _check_detail(metadata: dict[str, Any]) -> str:
     return "see the Dagster UI"
 
 
+def _succeeded(result: dg.ExecuteInProcessResult) -> bool:
+    """A run that is no longer in the instance when it ends (deleted while it ran, e.g. through the webserver's
+    API) failed: Dagster then hands back a result without a run, whose `success` raises AttributeError."""
+    return result.dagster_run is not None and result.success
+
+
 def _raise_if_interrupted(result: dg.ExecuteInProcessResult) -> None:
     """SIGINT/SIGTERM during a step's code fails the run (Dagster raises it there and records the step failure
     as an interrupt); the batch stops too instead of going on with the next trial."""
     from dagster._core.execution.plan.objects import ErrorSource
 
-    if not result.success and any(e.is_step_failure and e.step_failure_data.error_source == ErrorSource.INTERRUPT
+    if not _succeeded(result) and any(e.is_step_failure and e.step_failure_data.error_source == ErrorSource.INTERRUPT
                                    for e in result.all_events):
         raise KeyboardInterrupt(f"Dagster run {result.run_id} was interrupted")
 
