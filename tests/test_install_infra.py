@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -124,7 +125,8 @@ def test_an_unreachable_registry_is_still_infra(grader_box: str, monkeypatch: py
     """The index is allowed but never resolves: the egress proxy itself fails to connect, and says so."""
     monkeypatch.setenv("UV_INDEX_URL", "https://registry.invalid/simple/")
     monkeypatch.setenv("MCP_EVALS_SANDBOX_EGRESS_ALLOW", "registry.invalid")
-    workspace = write_tree(tmp_path / "ws", {"requirements.txt": "mcp>=2.3,<3\n",
+    # A declaration of its own (the comment is part of the key): no shared environment can be reused for it.
+    workspace = write_tree(tmp_path / "ws", {"requirements.txt": f"mcp>=2.3,<3\n# {uuid.uuid4().hex}\n",
                                              "server.py": (PY_TASK / "golden" / "server.py").read_text()})
     grade = grade_workspace_sync(_contract(PY_TASK), workspace)
     assert grade.failure_code == "infra.install", (grade.failure_code, grade.first_failure)

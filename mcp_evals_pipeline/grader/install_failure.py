@@ -85,3 +85,8 @@ def judge(*, timed_out: bool, workspace_code: bool, unreachable: list[str], netw
         return False, (f"the output reports network trouble, but the egress proxy saw no failed connection and "
                        f"{registry} answers the harness's own probe")
     return False, ""
+
+
+def note(infra: bool, evidence: str) -> str:
+    """What a failure's message says of the verdict: " (infra: <evidence>)", " (not infra: ...)", or nothing."""
+    return f" ({'infra' if infra else 'not infra'}: {evidence})" if evidence else ""

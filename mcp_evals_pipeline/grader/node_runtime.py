@@ -34,7 +34,7 @@ from typing import Any
 from mcp_evals_pipeline import build_cache
 from mcp_evals_pipeline.grader import source, tsc_workers
 from mcp_evals_pipeline.grader.boxes import StepBox
-from mcp_evals_pipeline.grader.install_failure import install_timeout_s, judge, npm_registry
+from mcp_evals_pipeline.grader.install_failure import install_timeout_s, judge, note, npm_registry
 from mcp_evals_pipeline.grader.python_env import InstallError
 from mcp_evals_pipeline.grader.runtime_base import Installation, Runtime
 from mcp_evals_pipeline.grader.scratch import Workdir
@@ -162,8 +162,7 @@ def _npm_failure(args: list[str], output: str, *, unreachable: list[str], worksp
     infra, evidence = judge(timed_out=False, workspace_code=workspace_code, unreachable=unreachable,
                             network_hint=hint, registry=npm_registry())
     code = f" ({codes[0]})" if codes else ""
-    because = f" ({'infra' if infra else 'not infra'}: {evidence})" if evidence else ""
-    return InstallError(f"npm {args[0]} failed{code}{because}: {message[:2000]}", infra=infra)
+    return InstallError(f"npm {args[0]} failed{code}{note(infra, evidence)}: {message[:2000]}", infra=infra)
 
 
 def run_npm(toolchain: Toolchain, args: list[str], cwd: Path, work: Workdir, *, workspace_code: bool) -> str:
@@ -183,8 +182,8 @@ def run_npm(toolchain: Toolchain, args: list[str], cwd: Path, work: Workdir, *, 
     if done.timed_out:
         infra, evidence = judge(timed_out=True, workspace_code=workspace_code, unreachable=done.unreachable,
                                 network_hint=False, registry=npm_registry())
-        raise InstallError(f"npm {args[0]} timed out after {timeout_s:g}s ({'infra' if infra else 'not infra'}: "
-                           f"{evidence}): {done.output.strip()[-1500:]}", infra=infra)
+        raise InstallError(f"npm {args[0]} timed out after {timeout_s:g}s{note(infra, evidence)}: "
+                           f"{done.output.strip()[-1500:]}", infra=infra)
     if done.returncode != 0:
         raise _npm_failure(args, done.output, unreachable=done.unreachable, workspace_code=workspace_code)
     return box.description

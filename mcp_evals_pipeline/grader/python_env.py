@@ -28,7 +28,7 @@ from uv import find_uv_bin
 
 from mcp_evals_pipeline import build_cache, procs
 from mcp_evals_pipeline.grader.boxes import StepBox
-from mcp_evals_pipeline.grader.install_failure import install_timeout_s, judge, python_index
+from mcp_evals_pipeline.grader.install_failure import install_timeout_s, judge, note, python_index
 from mcp_evals_pipeline.grader.scratch import Workdir
 from mcp_evals_pipeline.paths import cache_dir
 
@@ -125,8 +125,8 @@ def _run_uv(box: StepBox, args: list[str], cwd: Path, env: dict[str, str], *, wo
                             network_hint=any(s in message.lower() for s in _NETWORK_TROUBLE),
                             registry=python_index())
     what = f"uv {' '.join(args[:2])} " + (f"timed out after {timeout_s:g}s" if done.timed_out else "failed")
-    because = f" ({'infra' if infra else 'not infra'}: {evidence})" if evidence else ""
-    raise InstallError(f"{what}{because}: {message[-2000:]}" if message else f"{what}{because}", infra=infra)
+    what += note(infra, evidence)
+    raise InstallError(f"{what}: {message[-2000:]}" if message else what, infra=infra)
 
 
 def _uv_bin() -> Path:
