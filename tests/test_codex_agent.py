@@ -8,6 +8,7 @@ everything that lands in the workspace was written by the CLI itself.
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -257,3 +258,36 @@ def test_the_event_stream_translates_into_transcript_events() -> None:
     assert translator.turn_failed is None and translator.unparsed == 1
     translator.feed({"type": "turn.failed", "error": {"message": "boom"}})
     assert translator.turn_failed == "boom"
+
+
+# The agent's own command finds what the CLI holds (the placeholder in an ancestor's environment, the key proxy's URL
+# on its command line) and asks the key proxy for an admin path with it.
+ADMIN_CALL = r'''
+import os, re, urllib.error, urllib.request
+pid, key, url = os.getppid(), None, None
+while pid > 1 and not (key and url):
+    env = open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace")
+    cmd = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+    key = key or next(iter(re.findall(r"mcp-evals-key-held-by-the-harness-proxy-[A-Za-z0-9_-]+", env)), None)
+    url = url or next(iter(re.findall(r'base_url="(http://127[.]0[.]0[.]1:[0-9]+[^"]*)"', cmd)), None)
+    pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+request = urllib.request.Request(f"{url}/organization/admin_api_keys", headers={"Authorization": f"Bearer {key}"})
+try:
+    print("admin-call", urllib.request.urlopen(request, timeout=10).status)
+except urllib.error.HTTPError as exc:
+    print("admin-call", exc.code)
+'''
+
+
+def test_an_admin_call_by_the_agent_is_refused_and_on_the_record(env: tuple[TrialStore, Path]) -> None:
+    store, runs = env
+    script = [turn(shell(f"python3 -c {shlex.quote(ADMIN_CALL)}"), input_tokens=100, output_tokens=10),
+              turn(message("Done."), input_tokens=200, output_tokens=10)]
+    with ScriptedResponses(script) as server:
+        record = run_trial(spec(server), store=store, results_root=runs)
+    assert not server.errors and len(server.requests) == 2, record.error
+    events = read_transcript(runs / record.run_id / "trials" / record.trial_name / "transcript.jsonl")
+    (result,) = [e for e in events if e.type == "tool_result"]
+    assert "admin-call 403" in (result.text or ""), result.text
+    (refused,) = [e for e in events if e.type == "info" and "keyProxyRefusals" in e.extra]
+    assert refused.extra["keyProxyRefusals"] == ["GET /v1/organization/admin_api_keys"]

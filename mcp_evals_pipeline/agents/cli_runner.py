@@ -221,15 +221,19 @@ class CliAgentRunner(AgentRunner):
                                        f"{type(exc).__name__}: {exc}")
         upstream = self.upstream(request)
         try:
-            with keyed_endpoint(request.sandbox, upstream, self.credentials(*key)) as (endpoint, pass_key), \
+            with keyed_endpoint(request.sandbox, upstream, self.credentials(*key)) as (endpoint, proxy), \
                     private_run_dir(request.sandbox, f"{self.name}-") as private:
                 run = CliRun(request=request, model=model, effort=effort, bin_dir=bin_dir, path=path,
                              private=private, upstream=upstream, endpoint=endpoint, key_env=key[0],
-                             pass_key=pass_key)
+                             pass_key=proxy.pass_key)
                 if request.mcp_url is not None:
                     run.mcp_url = request.sandbox.allow_endpoint(request.mcp_url)
                     run.mcp_args = self.mcp_config(run, run.mcp_url)
-                return self._run_cli(run, f"{package}@{version}")
+                result = self._run_cli(run, f"{package}@{version}")
+                if proxy.refusals:  # calls past the model endpoints (agents/key_proxy.py): on the trial's record
+                    request.transcript.emit("info", text=f"key proxy refused {len(proxy.refusals)} request(s) that "
+                                            "were no model endpoint", extra={"keyProxyRefusals": proxy.refusals})
+                return result
         except SandboxError as exc:
             return failed(Infra.SANDBOX, f"sandbox failed: {exc}")
 

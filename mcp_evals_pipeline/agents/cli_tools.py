@@ -109,11 +109,12 @@ def reachable_endpoint(sandbox: Sandbox, url: str) -> str:
 
 
 @contextmanager
-def keyed_endpoint(sandbox: Sandbox, upstream: str, credentials: dict[str, str]) -> Iterator[tuple[str, str]]:
-    """(URL, key) at which the CLI reaches `upstream` through a KeyProxy holding `credentials`: the key the CLI is
-    given is the proxy's per-run placeholder, so the real one is nowhere the agent's commands could read it."""
+def keyed_endpoint(sandbox: Sandbox, upstream: str, credentials: dict[str, str]) -> Iterator[tuple[str, KeyProxy]]:
+    """(URL, proxy) at which the CLI reaches `upstream` through a KeyProxy holding `credentials`: the key the CLI is
+    given is the proxy's per-run placeholder (`pass_key`), so the real one is nowhere the agent's commands could
+    read it."""
     with KeyProxy(upstream, credentials) as proxy:
-        yield reachable_endpoint(sandbox, proxy.url), proxy.pass_key
+        yield reachable_endpoint(sandbox, proxy.url), proxy
 
 
 def ensure_pinned_cli(agent: str) -> Path:

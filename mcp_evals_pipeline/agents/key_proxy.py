@@ -10,12 +10,18 @@ they come). A bonus of the same design: the box needs no egress to the model API
 The placeholder is per proxy (`pass_key`: PLACEHOLDER_KEY plus a random suffix) and a request that does not present
 it is refused (401) without reaching the upstream: the proxy listens on the host's loopback, which other code on
 the host reaches too (a graded server of a trial running beside this one), and only this run's CLI knows it.
+
+Only the model endpoints the pinned CLIs call pass (`MODEL_ENDPOINTS`, below the upstream's own path): whoever
+holds the placeholder (the agent's own commands can read it) gets the real key's power over those alone, never an
+admin path (`/v1/organization/admin_api_keys`), a file's deletion or any other method. Everything else is refused
+with 403 without reaching the upstream, and recorded in `refusals`.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import secrets
 import ssl
 import threading
@@ -31,8 +37,24 @@ CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-
 # Hop-by-hop headers (RFC 9110 7.6.1) belong to one connection and are never forwarded; the body framing is redone.
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                         "upgrade", "host", "content-length"})
+# (method, path below the upstream's own path) of every call the pinned CLIs make: codex (Responses API, its
+# remote compaction, the model list), Claude Code (Messages API, token counting), any chat-completions client. A
+# base URL with or without /v1 (OpenAI's carries it, Anthropic's does not). A model id is one plain segment.
+MODEL_ENDPOINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("POST", re.compile(r"(?:/v1)?/(?:responses(?:/compact)?|chat/completions|messages(?:/count_tokens)?)")),
+    ("GET", re.compile(r"(?:/v1)?/models(?:/[A-Za-z0-9][A-Za-z0-9._:@-]*)?")),
+)
+MAX_RECORDED_REFUSALS = 100
 UPSTREAM_TIMEOUT_S = 900.0  # one streamed model turn with reasoning can take minutes between bytes at worst
 CHUNK = 64 * 1024
+
+
+def is_model_endpoint(method: str, path: str, prefix: str) -> bool:
+    """Whether `method path` (no query) is one of MODEL_ENDPOINTS below `prefix` (the upstream's own path)."""
+    if not path.startswith(prefix + "/"):
+        return False
+    rest = path[len(prefix):]
+    return any(method == allowed and pattern.fullmatch(rest) for allowed, pattern in MODEL_ENDPOINTS)
 
 
 class KeyProxy:
@@ -47,8 +69,10 @@ class KeyProxy:
         self.pass_key = f"{PLACEHOLDER_KEY}-{secrets.token_urlsafe(18)}"
         self.requests = 0  # how many requests were forwarded
         self.refused = 0  # how many came without this run's placeholder
+        self.refusals: list[str] = []  # "METHOD /path" of each request refused as no model endpoint (403)
         count_lock = threading.Lock()
         proxy = self
+        prefix = parts.path.rstrip("/")
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -57,6 +81,15 @@ class KeyProxy:
                 pass
 
             def _forward(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if not is_model_endpoint(self.command, path, prefix):
+                    with count_lock:
+                        if len(proxy.refusals) < MAX_RECORDED_REFUSALS:
+                            proxy.refusals.append(f"{self.command} {path[:200]}")
+                    self.close_connection = True  # its body is never read
+                    self._fail(403, f"key proxy: {self.command} {path[:200]} is not a model endpoint this proxy "
+                                    "forwards")
+                    return
                 body = self._body()
                 presented = [v for k, v in self.headers.items() if k.lower() in CREDENTIAL_HEADERS]
                 if not any(secrets.compare_digest(proxy.pass_key, v.removeprefix("Bearer ").strip())

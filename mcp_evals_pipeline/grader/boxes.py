@@ -27,7 +27,7 @@ import os
 import shlex
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,7 +66,9 @@ def refuse(why: str) -> NoBox:
 @dataclass
 class StepResult:
     returncode: int | None  # None: timed out
-    output: str  # stdout and stderr, interleaved
+    output: str  # stdout and stderr, interleaved (the step's code prints what it likes here: never evidence)
+    # The egress proxy's own record of upstream connections that failed during this step (sandbox/egress.py).
+    unreachable: list[str] = field(default_factory=list)
 
     @property
     def timed_out(self) -> bool:
@@ -109,8 +111,14 @@ class StepBox:
         own = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR") and "PROXY" not in k.upper()}
         assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in own.items())
         command = f"cd {shlex.quote(str(cwd))} && exec env {assigns} {shlex.join(argv)}"
+        failed_before = len(self._unreachable())
         result = self._sandbox.run(command, timeout_s)
-        return StepResult(None if result.timed_out else result.exit_code, result.output)
+        return StepResult(None if result.timed_out else result.exit_code, result.output,
+                          self._unreachable()[failed_before:])
+
+    def _unreachable(self) -> list[str]:
+        proxy = getattr(self._sandbox, "_proxy", None)  # both box forms keep their EgressProxy (net=proxy) there
+        return list(proxy.unreachable) if proxy is not None else []
 
     def close(self) -> None:
         """Kills everything the steps left running (the box's pid namespace, or its container) and hands the files

@@ -34,13 +34,13 @@ from typing import Any
 from mcp_evals_pipeline import build_cache
 from mcp_evals_pipeline.grader import source, tsc_workers
 from mcp_evals_pipeline.grader.boxes import StepBox
+from mcp_evals_pipeline.grader.install_failure import install_timeout_s, judge, note, npm_registry
 from mcp_evals_pipeline.grader.python_env import InstallError
 from mcp_evals_pipeline.grader.runtime_base import Installation, Runtime
 from mcp_evals_pipeline.grader.scratch import Workdir
 from mcp_evals_pipeline.node_toolchain import Toolchain, ToolchainError, ensure_toolchain, npm_env, toolchain_key
 from mcp_evals_pipeline.paths import cache_dir
 
-INSTALL_TIMEOUT_S = 600
 TYPECHECK_TIMEOUT_S = 300
 LOCKFILES = ("npm-shrinkwrap.json", "package-lock.json")
 # What of package.json decides the installed tree; the rest (scripts, name, main, type...) does not.
@@ -138,7 +138,9 @@ def _reduced_manifest(manifest: dict[str, Any]) -> dict[str, Any]:
 # ---- npm -----------------------------------------------------------------------------------------------------------
 
 
-def _npm_failure(args: list[str], output: str) -> InstallError:
+def _npm_failure(args: list[str], output: str, *, unreachable: list[str], workspace_code: bool) -> InstallError:
+    """What npm says went wrong, and whose failure it is (grader/install_failure.py): the error codes and words
+    npm prints are in the same stream as the lifecycle scripts' output, so they only ever prompt a probe."""
     codes = re.findall(r"npm (?:error|ERR!) code (\S+)", output)
     lines = []
     script_output = []  # a failing lifecycle script's own lines: what its author needs to see
@@ -156,27 +158,34 @@ def _npm_failure(args: list[str], output: str) -> InstallError:
     message = "; ".join(lines) or output.strip()[-1500:]
     if script_output and any(line.startswith("command sh -c") for line in lines):
         message += " | script output: " + " / ".join(script_output)[-1000:]
-    infra = bool(set(codes) & _INFRA_CODES) or any(s in output.lower() for s in _NETWORK_TROUBLE)
+    hint = bool(set(codes) & _INFRA_CODES) or any(s in output.lower() for s in _NETWORK_TROUBLE)
+    infra, evidence = judge(timed_out=False, workspace_code=workspace_code, unreachable=unreachable,
+                            network_hint=hint, registry=npm_registry())
     code = f" ({codes[0]})" if codes else ""
-    return InstallError(f"npm {args[0]} failed{code}: {message[:2000]}", infra=infra)
+    return InstallError(f"npm {args[0]} failed{code}{note(infra, evidence)}: {message[:2000]}", infra=infra)
 
 
-def run_npm(toolchain: Toolchain, args: list[str], cwd: Path, work: Workdir) -> str:
-    """npm in an install box (its own download cache in the scratch); returns the box's description."""
+def run_npm(toolchain: Toolchain, args: list[str], cwd: Path, work: Workdir, *, workspace_code: bool) -> str:
+    """npm in an install box (its own download cache in the scratch); returns the box's description.
+    `workspace_code`: the manifest is installed as is, so its own lifecycle scripts run."""
     scratch = work.scratch
     env = {**npm_env(scratch / "home", [toolchain.bin_dir]), "npm_config_cache": str(scratch / "npm-cache")}
     cmd = toolchain.npm(*args, "--no-audit", "--no-fund", "--loglevel=error", "--include=dev")
+    timeout_s = install_timeout_s()
     box = StepBox(scratch, net="proxy", ro_paths=[toolchain.root], ro_binds=[])
     work.isolation["install"] = box.description
     try:
-        done = box.run(cmd, cwd=cwd, env=env, timeout_s=INSTALL_TIMEOUT_S)
+        done = box.run(cmd, cwd=cwd, env=env, timeout_s=timeout_s)
     finally:
         box.close()
         shutil.rmtree(scratch / "npm-cache", ignore_errors=True)
     if done.timed_out:
-        raise InstallError(f"npm {args[0]} timed out after {INSTALL_TIMEOUT_S}s", infra=True)
+        infra, evidence = judge(timed_out=True, workspace_code=workspace_code, unreachable=done.unreachable,
+                                network_hint=False, registry=npm_registry())
+        raise InstallError(f"npm {args[0]} timed out after {timeout_s:g}s{note(infra, evidence)}: "
+                           f"{done.output.strip()[-1500:]}", infra=infra)
     if done.returncode != 0:
-        raise _npm_failure(args, done.output)
+        raise _npm_failure(args, done.output, unreachable=done.unreachable, workspace_code=workspace_code)
     return box.description
 
 
@@ -190,7 +199,8 @@ def _build_modules(root: Path, manifest: dict[str, Any], lockfile: Path | None, 
     (root / "package.json").write_text(json.dumps(_reduced_manifest(manifest), indent=2) + "\n")
     if lockfile is not None:
         shutil.copyfile(lockfile, root / lockfile.name)
-    box = run_npm(toolchain, _npm_command(lockfile), root, work)
+    # The reduced manifest has no scripts: no code of the workspace runs (the dependencies' own scripts may)
+    box = run_npm(toolchain, _npm_command(lockfile), root, work, workspace_code=False)
     (root / "node_modules").mkdir(exist_ok=True)  # a manifest without dependencies installs nothing
     return box
 
@@ -315,7 +325,7 @@ class NodeRuntime(Runtime):
         how = " ".join(["npm", *_npm_command(lockfile)])
         ro_binds: list[tuple[Path, Path]] = []
         if needs_private_install(manifest):
-            box: str | None = run_npm(toolchain, _npm_command(lockfile), workdir, work)
+            box: str | None = run_npm(toolchain, _npm_command(lockfile), workdir, work, workspace_code=True)
             node_modules = workdir / "node_modules"
             how += ": private node_modules (local references)"
         else:

@@ -28,10 +28,10 @@ from uv import find_uv_bin
 
 from mcp_evals_pipeline import build_cache, procs
 from mcp_evals_pipeline.grader.boxes import StepBox
+from mcp_evals_pipeline.grader.install_failure import install_timeout_s, judge, note, python_index
 from mcp_evals_pipeline.grader.scratch import Workdir
 from mcp_evals_pipeline.paths import cache_dir
 
-INSTALL_TIMEOUT_S = 600
 DECLARATIONS = ("requirements.txt", "pyproject.toml")
 _LOCAL_REFERENCE = re.compile(r"(^\s*-e\b|^\s*\.|file:|(^|\s)\.{1,2}/|^\s*/|@\s*(git\+|https?:))",
                               re.MULTILINE)
@@ -113,14 +113,20 @@ def _uv_env(uv_cache: Path) -> dict[str, str]:
     return env
 
 
-def _run_uv(box: StepBox, args: list[str], cwd: Path, env: dict[str, str]) -> None:
-    done = box.run([str(_uv_bin()), *args], cwd=cwd, env=env, timeout_s=INSTALL_TIMEOUT_S)
-    if done.timed_out:
-        raise InstallError(f"uv {args[0]} timed out after {INSTALL_TIMEOUT_S}s", infra=True)
-    if done.returncode != 0:
-        message = done.output.strip()
-        infra = any(s in message.lower() for s in _NETWORK_TROUBLE)
-        raise InstallError(f"uv {' '.join(args[:2])} failed: {message[-2000:]}", infra=infra)
+def _run_uv(box: StepBox, args: list[str], cwd: Path, env: dict[str, str], *, workspace_code: bool) -> None:
+    """One uv step in the install box; `workspace_code`: the step may run the workspace's own code (it builds a
+    local package or reads dynamic metadata). Whose failure it is: grader/install_failure.py."""
+    timeout_s = install_timeout_s()
+    done = box.run([str(_uv_bin()), *args], cwd=cwd, env=env, timeout_s=timeout_s)
+    if done.returncode == 0:
+        return
+    message = done.output.strip()
+    infra, evidence = judge(timed_out=done.timed_out, workspace_code=workspace_code, unreachable=done.unreachable,
+                            network_hint=any(s in message.lower() for s in _NETWORK_TROUBLE),
+                            registry=python_index())
+    what = f"uv {' '.join(args[:2])} " + (f"timed out after {timeout_s:g}s" if done.timed_out else "failed")
+    what += note(infra, evidence)
+    raise InstallError(f"{what}: {message[-2000:]}" if message else what, infra=infra)
 
 
 def _uv_bin() -> Path:
@@ -132,8 +138,9 @@ def _base_python() -> Path:
     return Path(sys.executable).resolve()
 
 
-def _build(target: Path, declaration: Path, work: Workdir) -> str:
-    """Create the environment at target, in an install box; returns the box's description."""
+def _build(target: Path, declaration: Path, work: Workdir, *, workspace_code: bool) -> str:
+    """Create the environment at target, in an install box (`workspace_code`: the declaration builds the
+    workspace's own code); returns the box's description."""
     workspace, scratch = work.copy, work.scratch
     uv_cache = scratch / "uv-cache"  # private: no trial writes a cache another trial reads
     env = {**procs.sanitized_env(home=scratch / "home", tmp=scratch / "tmp"), **_uv_env(uv_cache)}
@@ -142,9 +149,9 @@ def _build(target: Path, declaration: Path, work: Workdir) -> str:
     try:
         # --relocatable: a staged environment keeps working after it is renamed to its key
         _run_uv(box, ["venv", "--quiet", "--relocatable", "--python", str(_base_python()), str(target)],
-                workspace, env)
+                workspace, env, workspace_code=False)
         _run_uv(box, ["pip", "install", "--quiet", "--compile-bytecode", "--python", str(target / "bin" / "python"),
-                      "-r", str(declaration)], workspace, env)
+                      "-r", str(declaration)], workspace, env, workspace_code=workspace_code)
     finally:
         box.close()
         shutil.rmtree(uv_cache, ignore_errors=True)
@@ -172,7 +179,7 @@ def ensure_env(work: Workdir, today: dt.date | None = None) -> PythonEnv:
 
     if not shareable:  # the declaration builds local code: that code may touch its environment; never shared
         root = work.scratch / "env"
-        box = _build(root, declaration, work)
+        box = _build(root, declaration, work, workspace_code=True)
         return PythonEnv(root, reused=False, declaration=declaration.name, private=True, box=box)
 
     parts = [declaration.name.encode(), *(f.relative_to(workspace).as_posix().encode() + b"\0" + f.read_bytes()
@@ -181,7 +188,8 @@ def ensure_env(work: Workdir, today: dt.date | None = None) -> PythonEnv:
     described: list[str] = []
 
     def build(stage: Path) -> None:
-        described.append(_build(stage, declaration, work))
+        # Registry packages only: no code of the workspace runs (a registry sdist's build does, not the agent's)
+        described.append(_build(stage, declaration, work, workspace_code=False))
 
     root, reused = build_cache.cached_build(cache_dir() / "envs", key, build, stage=work.scratch / f"stage-{key}",
                                             today=today)

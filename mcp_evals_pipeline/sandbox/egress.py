@@ -85,6 +85,13 @@ def is_allowed(host: str, port: int, allowed: tuple[str, ...]) -> bool:
     return False
 
 
+def names_exactly(host: str, port: int, allowed: tuple[str, ...]) -> bool:
+    """Whether an entry names this host itself (`host` or `host:port`), not only a suffix it falls under: an agent
+    can pick a name under `.suffix` that never resolves, so only a failure to reach a named host is evidence."""
+    host = host.lower().rstrip(".")
+    return any(entry.lower() in (host, f"{host}:{port}") for entry in allowed)
+
+
 def _pipe(a: socket.socket, b: socket.socket) -> None:
     try:
         while data := a.recv(65536):
@@ -162,12 +169,17 @@ class _UnixSocketServer:
 
 
 class EgressProxy(_UnixSocketServer):
-    """A tiny allow-listing HTTP proxy on a unix socket; one thread per connection; `log` records decisions."""
+    """A tiny allow-listing HTTP proxy on a unix socket; one thread per connection; `log` records decisions.
+
+    `unreachable` is the harness's own record of allowed upstream connections that failed (DNS, refused, timed
+    out), to hosts the allow-list names exactly: the one network evidence of an install step no code in the box
+    can forge (grader/install_failure.py)."""
 
     thread_name = "sandbox-egress"
 
     def __init__(self, socket_path: Path, allowed: tuple[str, ...] | None = None):
         self.allowed = allowed if allowed is not None else allow_list()  # set before the first connection
+        self.unreachable: list[str] = []
         super().__init__(socket_path)
 
     def _serve(self, client: socket.socket) -> None:
@@ -203,6 +215,9 @@ class EgressProxy(_UnixSocketServer):
                 upstream = socket.create_connection((host, port), timeout=15)
                 upstream.settimeout(None)
             except OSError as exc:
+                self.log.append(f"FAIL {method} {host}:{port}: {exc}")
+                if names_exactly(host, port, self.allowed):
+                    self.unreachable.append(f"{host}:{port}: {type(exc).__name__}: {exc}")
                 client.sendall(f"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nX-Error: {exc}\r\n\r\n".encode())
                 return
             if method.upper() == "CONNECT":
