@@ -22,6 +22,7 @@ from mcp_evals_pipeline.sandbox import SandboxError
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import (
     TaskLoadError,
+    UnknownTask,
     discover_tasks,
     get_task,
     lock_new_tasks,
@@ -114,6 +115,8 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
         for task_id in task_ids:
             try:
                 tasks.append(get_task(task_id))
+            except UnknownTask as exc:  # a typo is bad usage, named before anything is graded
+                _input_error(exc)
             except TaskLoadError as exc:
                 errors.append(exc)
     else:
