@@ -366,7 +366,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     when a floor is asked for)."""
     from dagster import DagsterExecutionInterruptedError
 
-    from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
+    from mcp_evals_pipeline.pipeline import BatchRequest, check_request, run_batch
     from mcp_evals_pipeline.sandbox.preflight import preflight
 
     if variants:
@@ -384,6 +384,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
         **({"time_budget_s": timeout_min * 60} if timeout_min is not None else {}),
     )
     try:
+        check_request(request)  # every argument, before the instance (DAGSTER_HOME, dagster.yaml) or any file
         outcome = run_batch(request, _instance(), echo=err.print)
     except (ValueError, MissingCredentials, TaskLoadError, SandboxError) as exc:
         err.print(f"[red]error:[/] {exc}")
