@@ -136,7 +136,7 @@ def import_runs(source_dir: Path, store: TrialStore, results_root: Path) -> Impo
         try:
             run = filled_run(load_run(run_file))
             for src, _ in _texts(run_dir):
-                check_text_file(src)
+                check_text_file(src, run_dir)
         except RecordError:
             raise
         except ValueError as exc:

@@ -59,7 +59,7 @@ def merge_shards(shards: list[Path], runs_root: Path, store: TrialStore,
                 run = check_run(load_run_file(run_dir / RUN_FILE), run_dir / RUN_FILE)
                 for trial in run.trials:
                     if (memo := run_file(run_dir, trial.memo_path)) is not None:
-                        check_text_file(memo)
+                        check_text_file(memo, run_dir)
             except RecordError as exc:
                 refused.append(exc)
                 continue

@@ -56,10 +56,13 @@ def read_capped(path: Path, limit: int) -> bytes:
     return data
 
 
-def check_text_file(path: Path) -> None:
-    """A text file copied beside a record (a memo, a scorecard): a regular file within MAX_TEXT_BYTES."""
+def check_text_file(path: Path, inside: Path) -> None:
+    """A text file copied beside a record (a memo, a scorecard): a regular file inside `inside` (no link, neither
+    of the file nor of a directory on its way) within MAX_TEXT_BYTES."""
     if path.is_symlink() or not path.is_file():
         raise RecordError(path, "", "not a regular file (a link or a special file is never copied)")
+    if not path.resolve().is_relative_to(inside.resolve()):
+        raise RecordError(path, "", f"reached through a link out of {inside}")
     if path.stat().st_size > MAX_TEXT_BYTES:
         raise RecordError(path, "", f"larger than {MAX_TEXT_BYTES:,} bytes")
 

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mcp_evals_pipeline.cli import main
-from mcp_evals_pipeline.record_checks import MAX_QA_BYTES, MAX_QA_PAIRS
+from mcp_evals_pipeline.record_checks import MAX_QA_BYTES, MAX_QA_PAIRS, MAX_TEXT_BYTES
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, parse_contract
 
 from .conftest import REPO, write_task
@@ -98,14 +98,27 @@ def test_import_runs_refuses_a_run_id_that_is_a_path(tmp_path: Path) -> None:
     assert not (tmp_path / "results" / "outside").exists() and not (tmp_path / "results" / "runs").exists()
 
 
-def test_import_runs_refuses_an_oversized_memo_or_a_linked_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["linked-file", "linked-directory", "oversized"])
+def test_import_runs_refuses_a_memo_that_is_linked_out_or_oversized(tmp_path: Path, how: str) -> None:
     source = tmp_path / "source"
     shutil.copytree(LEGACY / GOOD, source / GOOD)
     memo = next((source / GOOD).glob("trials/*/memo.md"))
-    memo.unlink()
-    memo.symlink_to("/etc/hostname")
+    outside = tmp_path / "host-secrets"
+    outside.mkdir()
+    (outside / "memo.md").write_text("a host file\n")
+    if how == "linked-file":
+        memo.unlink()
+        memo.symlink_to(outside / "memo.md")
+        said = f"{memo}: not a regular file"
+    elif how == "linked-directory":
+        shutil.rmtree(memo.parent)
+        memo.parent.symlink_to(outside, target_is_directory=True)
+        said = f"{memo}: reached through a link out of {source / GOOD}"
+    else:
+        memo.write_text("x" * (MAX_TEXT_BYTES + 1))
+        said = f"{memo}: larger than {MAX_TEXT_BYTES:,} bytes"
     result = _cli(tmp_path, "import-runs", str(source))
-    assert result.exit_code == 2 and f"{memo}: not a regular file" in _said(result), _said(result)
+    assert result.exit_code == 2 and said in _said(result), _said(result)
     assert not (tmp_path / "results" / "runs").exists()
 
 
