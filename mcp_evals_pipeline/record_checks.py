@@ -23,7 +23,7 @@ from mcp_evals_pipeline.store import SCHEMA
 
 # No real record comes near these: a 500-trial batch's run.json is ~2 MB, a memo or scorecard a few KB, a QA file
 # (seed 003) a few dozen pairs. They stop a file that would fill the disk or the database.
-MAX_RECORD_BYTES = 32 * 1024 * 1024  # run.json, trial.json
+MAX_RECORD_BYTES = 32 * 1024 * 1024  # a run.json (imported, merged, or rebuilt from)
 MAX_TEXT_BYTES = 4 * 1024 * 1024  # memo.md, report.md copied beside a record
 MAX_QA_BYTES = 2 * 1024 * 1024
 MAX_QA_PAIRS = 500
