@@ -22,6 +22,7 @@ from mcp_evals_pipeline.sandbox import SandboxError
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import (
     TaskLoadError,
+    UnknownTask,
     discover_tasks,
     get_task,
     lock_new_tasks,
@@ -114,6 +115,8 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
         for task_id in task_ids:
             try:
                 tasks.append(get_task(task_id))
+            except UnknownTask as exc:  # a typo is bad usage, named before anything is graded
+                _input_error(exc)
             except TaskLoadError as exc:
                 errors.append(exc)
     else:
@@ -363,7 +366,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     when a floor is asked for)."""
     from dagster import DagsterExecutionInterruptedError
 
-    from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
+    from mcp_evals_pipeline.pipeline import BatchRequest, check_request, run_batch
     from mcp_evals_pipeline.sandbox.preflight import preflight
 
     if variants:
@@ -381,6 +384,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
         **({"time_budget_s": timeout_min * 60} if timeout_min is not None else {}),
     )
     try:
+        check_request(request)  # every argument, before the instance (DAGSTER_HOME, dagster.yaml) or any file
         outcome = run_batch(request, _instance(), echo=err.print)
     except (ValueError, MissingCredentials, TaskLoadError, SandboxError) as exc:
         err.print(f"[red]error:[/] {exc}")
@@ -526,11 +530,15 @@ def merge_shards_cmd(shards: tuple[Path, ...], expected: tuple[str, ...], suites
     trials, memos, run.json, rows, models and scorecard. Names every missing or malformed shard; exit 3 then."""
     from mcp_evals_pipeline.defs.reports.assets import write_scorecard
     from mcp_evals_pipeline.merge import merge_shards
+    from mcp_evals_pipeline.record_checks import RecordError
     from mcp_evals_pipeline.sql_models import materialize_models
 
     wanted = _selection(expected, suites)
     store = TrialStore()
-    summary = merge_shards(list(shards), runs_dir(), store, wanted or None)
+    try:
+        summary = merge_shards(list(shards), runs_dir(), store, wanted or None)
+    except RecordError as exc:  # checked before any trial directory or row was written
+        _input_error(f"{exc}; nothing was merged")
     for line in summary.malformed:
         err.print(f"[red]malformed shard[/] {line}")
     for task in summary.missing:
@@ -559,9 +567,11 @@ def import_runs_cmd(source: Path, if_missing: bool) -> None:
     import tempfile
 
     from mcp_evals_pipeline.legacy_import import find_run_dirs, import_runs
+    from mcp_evals_pipeline.record_checks import RecordError
     from mcp_evals_pipeline.sql_models import materialize_models
 
     store = TrialStore()
+    archive_path = source
     with tempfile.TemporaryDirectory(prefix="import-runs-") as unpacked:
         if source.is_file():
             try:
@@ -578,7 +588,11 @@ def import_runs_cmd(source: Path, if_missing: bool) -> None:
             if wanted and len(have) >= wanted and _legacy_ids(source) <= have:
                 out.print(f"import-runs: the store already holds the {wanted} runs of the archive")
                 return
-        summary = import_runs(source, store, runs_dir())
+        try:
+            summary = import_runs(source, store, runs_dir())
+        except RecordError as exc:  # checked before anything was copied or indexed
+            # a file of an archive is named by the archive and its path inside it, not the temporary directory
+            _input_error(f"{str(exc).replace(unpacked, f'{archive_path}:')}; nothing was imported")
     with store.connect() as con:
         materialize_models(con)  # every table current after rows changed
     out.print(f"imported {summary.runs} runs ({summary.trials} trials, {summary.files_written} files written) "

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mcp_evals_pipeline.contracts.records import RunFile, TrialRecord
-from mcp_evals_pipeline.ids import check_id
+from mcp_evals_pipeline.record_checks import MAX_RECORD_BYTES, RecordError, check_run, check_text_file, read_capped
 from mcp_evals_pipeline.store import TrialStore
 
 log = logging.getLogger(__name__)
@@ -91,46 +91,61 @@ def _copy_if_changed(src: Path, dest: Path) -> bool:
     return True
 
 
+def _texts(run_dir: Path) -> list[tuple[Path, Path]]:
+    """(source, destination relative to the run's copy) of the texts copied beside run.json."""
+    texts = [(run_dir / LEGACY_REPORT, Path(IMPORTED_REPORT))] if (run_dir / LEGACY_REPORT).exists() else []
+    return texts + [(memo, memo.relative_to(run_dir)) for memo in sorted(run_dir.glob(f"trials/*/{MEMO}"))]
+
+
 def _copy_run_files(run_dir: Path, dest_dir: Path) -> int:
     written = _copy_if_changed(run_dir / RUN_FILE, dest_dir / RUN_FILE)
-    if (run_dir / LEGACY_REPORT).is_file():
-        written += _copy_if_changed(run_dir / LEGACY_REPORT, dest_dir / IMPORTED_REPORT)
-    for memo in sorted(run_dir.glob(f"trials/*/{MEMO}")):
-        written += _copy_if_changed(memo, dest_dir / memo.relative_to(run_dir))
+    for src, rel in _texts(run_dir):
+        written += _copy_if_changed(src, dest_dir / rel)
     return int(written)
 
 
 def load_run(path: Path) -> RunFile:
-    """Parse and validate one run.json; raises ValueError naming the file on any problem."""
+    """Parse and validate one run.json; raises ValueError naming the file on any problem, RecordError (a
+    ValueError) when it parses but holds what no run of ours would (record_checks.py)."""
     try:
-        run = RunFile.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        raise ValueError(f"{path}: {exc}") from exc
+        data = read_capped(path, MAX_RECORD_BYTES)
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc}") from exc
-    # The run id becomes a directory name under the results root: it must not climb out of it.
     try:
-        check_id(run.run_id, "runId")
-    except ValueError as exc:
+        run = RunFile.model_validate_json(data)
+    except ValidationError as exc:
         raise ValueError(f"{path}: {exc}") from exc
+    # The run id becomes a directory name under the results root, its task ids trial directories: checked as the
+    # rows will be written (their per-run fields filled in), with its numbers and dates.
+    check_run(filled_run(run), path)
     return run
 
 
 def import_runs(source_dir: Path, store: TrialStore, results_root: Path) -> ImportSummary:
     """Import every run under source_dir into store and copy its files to results_root/<runId>/.
 
-    A malformed run.json is reported (path and reason) and skipped; it never stops the others."""
+    A run.json that is not a run (unreadable, not the format) is reported (path and reason) and skipped; it never
+    stops the others. One that is a run but holds what no run of ours would (record_checks.py: a number DuckDB
+    cannot hold, an id that is a path, an oversized file) stops the whole import before anything is written:
+    RecordError, naming the file and the field."""
     source_dir, results_root = Path(source_dir), Path(results_root)
     summary = ImportSummary()
-    imported: list[tuple[RunFile, Path]] = []
+    loaded: list[tuple[RunFile, Path]] = []
     for run_dir in find_run_dirs(source_dir):
         run_file = run_dir / RUN_FILE
         try:
             run = filled_run(load_run(run_file))
+            for src, _ in _texts(run_dir):
+                check_text_file(src, run_dir)
+        except RecordError:
+            raise
         except ValueError as exc:
             log.warning("skipping legacy run: %s", exc)
             summary.errors.append(SkippedRun(run_file, str(exc)))
             continue
+        loaded.append((run, run_dir))
+    imported: list[tuple[RunFile, Path]] = []
+    for run, run_dir in loaded:
         dest_dir = results_root / run.run_id
         # Files first: they are the source of truth, the rows below only index them.
         summary.files_written += _copy_run_files(run_dir, dest_dir)

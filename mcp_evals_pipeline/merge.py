@@ -6,7 +6,10 @@ its scorecard like any batch.
 A shard is malformed when it holds no readable run.json, a run other than the batch's (another batch, agent or
 model), or a trial another shard holds with a different result; a shard is missing when an expected task (named
 with --expect-task, or every task of --suite) has no trial in any shard. Both are reported by name; the healthy
-shards are merged all the same, and the exit code says the batch is incomplete."""
+shards are merged all the same, and the exit code says the batch is incomplete. A shard whose run.json parses but
+holds what no run of ours would (record_checks.py: a number DuckDB cannot hold, a task id that is a path, an
+oversized file) is not a broken upload but a forged or corrupt one: the whole merge stops before anything is
+written (RecordError, naming the file and the field)."""
 
 from __future__ import annotations
 
@@ -15,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_evals_pipeline.contracts.records import TrialRecord
-from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.legacy_import import find_run_dirs
+from mcp_evals_pipeline.record_checks import RecordError, check_run, check_text_file
 from mcp_evals_pipeline.runs import RUN_FILE, load_run_file, write_run_file
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.trial_dir import MEMO_FILE, TRIAL_FILE, run_file
@@ -44,6 +47,7 @@ def merge_shards(shards: list[Path], runs_root: Path, store: TrialStore,
                  expected_tasks: list[str] | None = None) -> MergeSummary:
     summary = MergeSummary()
     found: dict[str, tuple[TrialRecord, Path, str]] = {}  # trial key -> record, its run dir, its shard
+    refused: list[RecordError] = []
     for shard in shards:
         run_dirs = find_run_dirs(shard) if shard.is_dir() else []
         if not run_dirs:
@@ -52,8 +56,13 @@ def merge_shards(shards: list[Path], runs_root: Path, store: TrialStore,
         problems, mine = [], []
         for run_dir in run_dirs:
             try:
-                run = load_run_file(run_dir / RUN_FILE)
-                check_id(run.run_id, "run id")
+                run = check_run(load_run_file(run_dir / RUN_FILE), run_dir / RUN_FILE)
+                for trial in run.trials:
+                    if (memo := run_file(run_dir, trial.memo_path)) is not None:
+                        check_text_file(memo, run_dir)
+            except RecordError as exc:
+                refused.append(exc)
+                continue
             except (OSError, ValueError) as exc:
                 problems.append(f"{run_dir / RUN_FILE}: {' '.join(str(exc).split())[:300]}")
                 continue
@@ -72,6 +81,9 @@ def merge_shards(shards: list[Path], runs_root: Path, store: TrialStore,
             summary.malformed.append(f"{shard}: " + "; ".join(problems))
         if mine:
             summary.shards.append(str(shard))
+    if refused:  # before any trial directory, row or run.json is written
+        more = f" (and {len(refused) - 1} more run.json refused)" if len(refused) > 1 else ""
+        raise RecordError(refused[0].source, refused[0].field, refused[0].message + more)
     ran = {t.task for t, _, _ in found.values()}
     summary.missing = [task for task in expected_tasks or [] if task not in ran]
     if summary.run_id is None or not found:

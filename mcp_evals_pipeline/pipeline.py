@@ -129,9 +129,19 @@ def gate_failure(bad: list[VerifyResult]) -> str:
     return named + more
 
 
-def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
-              echo: Callable[[str], None] = print, store: EvalStore | None = None) -> BatchOutcome:
-    """Validate everything first (ids, tasks, conditions, agent, credentials, a box for agent code), then spend."""
+@dataclass(frozen=True)
+class CheckedBatch:
+    """A batch request whose every argument was checked: what run_batch needs of them."""
+
+    tasks: list[Task]
+    keys: list[str]
+    batch_date: str
+    run_id: str
+
+
+def check_request(request: BatchRequest) -> CheckedBatch:
+    """Every argument of a batch (ids, tasks, conditions, agent, credentials, batch date, a box for agent code)
+    checked, writing nothing: the CLI asks before it creates the Dagster instance, run_batch asks again."""
     no_box = preflight()
     if no_box:
         raise ValueError(no_box)
@@ -156,7 +166,14 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     batch_date = request.batch_date or batch_date_partitions.get_last_partition_key()
     if batch_date is None or not batch_date_partitions.has_partition_key(batch_date):
         raise ValueError(f"{batch_date!r} is not a batch date ({BATCH_DAYS} from {FIRST_BATCH})")
-    run_id = run_id_for(request.batch_id or batch_date, request.agent, model)
+    return CheckedBatch(tasks, keys, batch_date, run_id_for(request.batch_id or batch_date, request.agent, model))
+
+
+def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
+              echo: Callable[[str], None] = print, store: EvalStore | None = None) -> BatchOutcome:
+    """Validate everything first (check_request), then spend."""
+    checked = check_request(request)
+    tasks, keys, batch_date, run_id = checked.tasks, checked.keys, checked.batch_date, checked.run_id
     store = store or EvalStore()
     recover_dead_runs(instance, echo)  # a killed batch's runs must not hold the pool's slots forever
     # The lineage root first: the catalog every trial of the batch reads, with its promptHashes, as of now.

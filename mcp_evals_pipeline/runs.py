@@ -17,6 +17,7 @@ from mcp_evals_pipeline import models
 from mcp_evals_pipeline.conditions import skill_hash
 from mcp_evals_pipeline.contracts.records import RunFile, RunManifest, TrialRecord
 from mcp_evals_pipeline.ids import check_id
+from mcp_evals_pipeline.record_checks import MAX_RECORD_BYTES, read_capped
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, get_task
 from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites
@@ -112,7 +113,7 @@ def index_missing_runs(runs_root: Path, store: TrialStore) -> tuple[list[str], l
 
 def load_run_file(path: Path) -> RunFile:
     """A run.json of ours or of the earlier harness, with the per-trial fields the older format kept per run."""
-    run = RunFile.model_validate_json(path.read_text())
+    run = RunFile.model_validate_json(read_capped(path, MAX_RECORD_BYTES))
     for t in run.trials:
         t.run_id = t.run_id or run.run_id
         t.batch_id = t.batch_id or run.batch_id

@@ -11,7 +11,14 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from mcp_evals_pipeline.contracts.task_base import ContractModel, Covers, Expectation, JsonType, as_list
+from mcp_evals_pipeline.contracts.task_base import (
+    MAX_WAIT_SECONDS,
+    ContractModel,
+    Covers,
+    Expectation,
+    JsonType,
+    as_list,
+)
 
 # What an elicitation form may carry back (mcp_types.ElicitResult.content): flat primitive values only.
 FormValue = str | int | float | bool | list[str] | None
@@ -50,6 +57,7 @@ class InputRequiredCall(Covers):
     # None: not checked; True/False: the final result's isError flag must equal it.
     is_error: bool | None = None
     expect: list[Expectation] = Field(default_factory=list)
-    timeout_seconds: float | None = Field(default=None, gt=0)  # per exchange; default: the contract's
+    # per exchange; default: the contract's
+    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_WAIT_SECONDS)
 
     _listify = field_validator("expect", mode="before")(as_list)

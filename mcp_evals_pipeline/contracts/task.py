@@ -15,6 +15,7 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from mcp_evals_pipeline.contracts.input_required import InputRequiredCall
 from mcp_evals_pipeline.contracts.oauth import OAuthSpec
 from mcp_evals_pipeline.contracts.task_base import (
+    MAX_WAIT_SECONDS,
     ContractModel,
     Covers,
     Expectation,
@@ -73,7 +74,7 @@ class ToolCall(Covers):
     # Resource reads on the same session just before / after this call, so state changes can be asserted.
     reads_before: list[ResourceRead] = Field(default_factory=list)
     reads_after: list[ResourceRead] = Field(default_factory=list)
-    timeout_seconds: float | None = Field(default=None, gt=0)
+    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_WAIT_SECONDS)
     view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
     # oauth tasks: the call is made on a session of its own, with a token minted for this user of the IdP
     # (oauth_idp.USERS), so an identity answer is checked against more than the one user every call uses.
@@ -146,8 +147,8 @@ class TaskContract(ContractModel):
     required_source_patterns: list[str] = Field(default_factory=list)
     deterministic_readiness: DeterministicReadiness | None = None
     agent_env_keys: list[str] = Field(default_factory=list)
-    start_timeout_seconds: float = Field(default=20.0, gt=0, le=300)
-    call_timeout_seconds: float = Field(default=15.0, gt=0, le=300)
+    start_timeout_seconds: float = Field(default=20.0, gt=0, le=MAX_WAIT_SECONDS)
+    call_timeout_seconds: float = Field(default=15.0, gt=0, le=MAX_WAIT_SECONDS)
     # Opt-in ladder stages (mcp_evals_pipeline/grader/features.py); a grader without one refuses the contract.
     views: list[ViewBinding] = Field(default_factory=list)
     input_required_calls: list[InputRequiredCall] = Field(default_factory=list)

@@ -9,6 +9,9 @@ from pydantic.alias_generators import to_camel
 
 ExpectationType = Literal["contains", "not-contains", "number-equals", "equals", "json-type"]
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
+# The longest a contract may make the grader wait on one call (or one start): a contract is read from a task
+# directory anyone may submit, and an unbounded wait holds a grading slot (and its box) for as long as it says.
+MAX_WAIT_SECONDS = 300.0
 
 # Spellings accepted for an expectation type; the dashed form is canonical (the earlier harness's).
 _TYPE_SPELLINGS: dict[str, ExpectationType] = {

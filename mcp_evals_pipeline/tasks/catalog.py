@@ -8,6 +8,7 @@ the tasks that loaded and a precise error for each that did not.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 from mcp_evals_pipeline.contracts.task import ContractModel, TaskContract
 from mcp_evals_pipeline.contracts.task_base import GapKind
 from mcp_evals_pipeline.contracts.usage import UsageContract, UsageSession
+from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.paths import prompt_hash_lock, tasks_dir
 
 NEGATIVE_DECLARATION = "negative.json"
@@ -215,12 +217,22 @@ def discover_tasks(root: Path | None = None) -> tuple[list[Task], list[TaskLoadE
     return tasks, errors
 
 
+class UnknownTask(TaskLoadError):
+    """A task id naming no task: bad usage (exit 2), not a broken task."""
+
+
 def get_task(task_id: str, root: Path | None = None) -> Task:
     root = root or tasks_dir()
+    try:
+        check_id(task_id, "task id")  # `../../x` is no task, whatever directory it names
+    except ValueError as exc:
+        raise UnknownTask(root, str(exc)) from None
     task_dir = root / task_id
     if not task_dir.is_dir():
-        known = ", ".join(sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))))
-        raise TaskLoadError(task_dir, f"no such task (known: {known})")
+        known = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        closest = difflib.get_close_matches(task_id, known, n=1, cutoff=0.0)
+        raise UnknownTask(task_dir, f"no such task{f'; the closest is {closest[0]}' if closest else ''} "
+                                    f"({len(known)} tasks under {root}: `mcp-evals list-tasks`)")
     return load_task(task_dir)
 
 

@@ -29,6 +29,7 @@ from pydantic import Field, ValidationError
 
 from mcp_evals_pipeline.contracts.task_base import ContractModel
 from mcp_evals_pipeline.contracts.usage import QaPair, UsageContract, UsageServer
+from mcp_evals_pipeline.record_checks import MAX_QA_BYTES, MAX_QA_PAIRS, RecordError, read_capped
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, parse_contract
 from mcp_evals_pipeline.usage.marker import fold_hyphens
 
@@ -198,6 +199,9 @@ def parse_qa(data: bytes | str, source: str = "<qa file>") -> QaFile:
                                                   "(allowed: metadata, qa_pairs, qa_pair, statistics)")
     if not pairs:
         raise QaFileError(source, root.line, "<evaluation> has no <qa_pair>")
+    if len(pairs) > MAX_QA_PAIRS:
+        raise QaFileError(source, pairs[MAX_QA_PAIRS][0].line,
+                          f"{len(pairs):,} <qa_pair>s, more than {MAX_QA_PAIRS} (each becomes a case directory)")
     seen: dict[str, int] = {}
     for node, pair in pairs:
         for key in (f"id {pair.id!r}" if pair.id else None, f"question {pair.question!r}"):
@@ -211,10 +215,13 @@ def parse_qa(data: bytes | str, source: str = "<qa file>") -> QaFile:
 
 
 def read_qa_file(path: Path) -> QaFile:
+    """The file, at most MAX_QA_BYTES of it (record_checks.py): each pair becomes a case directory."""
     try:
-        data = path.read_bytes()
+        data = read_capped(path, MAX_QA_BYTES)
     except OSError as exc:
         raise QaFileError(str(path), None, f"cannot be read: {exc.strerror or exc}") from exc
+    except RecordError as exc:
+        raise QaFileError(str(path), None, exc.message) from exc
     return parse_qa(data, str(path))
 
 
