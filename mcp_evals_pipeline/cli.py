@@ -367,14 +367,9 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     from dagster import DagsterExecutionInterruptedError
 
     from mcp_evals_pipeline.pipeline import BatchRequest, check_request, run_batch
-    from mcp_evals_pipeline.sandbox.preflight import preflight
 
     if variants:
         err.print("[yellow]--variant is deprecated; use --condition[/]")
-    no_box = preflight()  # before the instance or any file is created: a fresh machine's first command
-    if no_box:
-        err.print(f"[red]error:[/] {no_box}")
-        sys.exit(2)
     request = BatchRequest(
         agent=agent, conditions=list(conditions + variants), trials=trials,
         task_ids=_selection(task_ids, suites),
@@ -384,7 +379,9 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
         **({"time_budget_s": timeout_min * 60} if timeout_min is not None else {}),
     )
     try:
-        check_request(request)  # every argument, before the instance (DAGSTER_HOME, dagster.yaml) or any file
+        # every argument and the preflight (a box for agent code), before the instance (DAGSTER_HOME, dagster.yaml)
+        # or any file: a fresh machine's first command stops here
+        check_request(request)
         outcome = run_batch(request, _instance(), echo=err.print)
     except (ValueError, MissingCredentials, TaskLoadError, SandboxError) as exc:
         err.print(f"[red]error:[/] {exc}")
