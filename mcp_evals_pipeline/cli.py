@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import anyio
 import click
@@ -552,6 +553,30 @@ def merge_shards_cmd(shards: tuple[Path, ...], expected: tuple[str, ...], suites
         sys.exit(3)
 
 
+ARCHIVE_CAP_BYTES = 1 << 30  # the 259 real runs unpack to 2.4 MB
+ARCHIVE_CAP_MEMBERS = 100_000
+
+
+class ArchiveTooBig(Exception):
+    pass
+
+
+def _capped_data_filter(source: Path) -> Callable[[Any, str], Any]:
+    import tarfile
+
+    seen = {"bytes": 0, "members": 0}
+
+    def keep(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+        seen["bytes"] += member.size
+        seen["members"] += 1
+        if seen["bytes"] > ARCHIVE_CAP_BYTES or seen["members"] > ARCHIVE_CAP_MEMBERS:
+            raise ArchiveTooBig(f"unpacks to more than {ARCHIVE_CAP_BYTES >> 20} MiB or {ARCHIVE_CAP_MEMBERS} files "
+                                f"(at {member.name})")
+        return tarfile.data_filter(member, dest)
+
+    return keep
+
+
 @main.command("import-runs")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.option("--if-missing", is_flag=True,
@@ -573,7 +598,11 @@ def import_runs_cmd(source: Path, if_missing: bool) -> None:
         if source.is_file():
             try:
                 with tarfile.open(source) as archive:
-                    archive.extractall(unpacked, filter="data")  # no links or paths out of the directory
+                    # no links or paths out of the directory, and a cap on what it unpacks to (a small archive can
+                    # hold gigabytes of zeros), counted before each member is written
+                    archive.extractall(unpacked, filter=_capped_data_filter(source))
+            except ArchiveTooBig as exc:
+                _input_error(f"{source}: {exc}; nothing was imported")
             except (tarfile.TarError, OSError) as exc:
                 err.print(f"[red]error:[/] {source} is neither a directory nor a readable tar archive: {exc}")
                 sys.exit(2)

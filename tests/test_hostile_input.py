@@ -231,3 +231,24 @@ def test_a_contract_cannot_make_the_grader_wait_unbounded(tmp_path: Path, minima
     contract_ok = json.loads(json.dumps(contract).replace("100000", "300"))
     (task_dir / "task.json").write_text(json.dumps(contract_ok))
     parse_contract(task_dir / "task.json")  # the bound itself is allowed
+
+
+def test_import_runs_refuses_an_archive_that_unpacks_past_the_cap(tmp_path: Path, monkeypatch) -> None:
+    """A few kilobytes of archive can unpack to gigabytes of zeros: the members are counted before each is written
+    (the cap lowered here so the test stays small; the real one is 1 GiB)."""
+    import io
+    import tarfile
+
+    from mcp_evals_pipeline import cli
+
+    monkeypatch.setattr(cli, "ARCHIVE_CAP_BYTES", 1 << 20)
+    archive = tmp_path / "bomb.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name in ("runs/a/run.json", "runs/a/zeros.bin"):
+            member = tarfile.TarInfo(name)
+            member.size = 2 << 20
+            tar.addfile(member, io.BytesIO(bytes(member.size)))
+    result = _cli(tmp_path, "import-runs", str(archive))
+    assert result.exit_code == 2, _said(result)
+    assert f"{archive}: unpacks to more than 1 MiB" in _said(result) and "nothing was imported" in _said(result)
+    assert _tree(tmp_path / "results") == set()
