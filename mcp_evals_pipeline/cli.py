@@ -11,6 +11,7 @@ from typing import NoReturn
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape as rich_escape
 from rich.table import Table
 
 from mcp_evals_pipeline.agents.base import MissingCredentials
@@ -648,6 +649,9 @@ def regrade_cmd(run_ids: tuple[str, ...], task_ids: tuple[str, ...], force: bool
             after = (f"{r.after.grader_version}: {r.after.grade.failure_code or 'pass'}" if r.after
                      else f"[yellow]not marked again[/]: {r.skipped}")
             table.add_row(r.key, before, after)
+            if r.left_out:  # the work's special files: never opened, so not in the new attempt's copy
+                err.print(f"{r.key}: left out (a FIFO, socket or device is never opened): "
+                          f"{rich_escape(', '.join(r.left_out))}")
             if r.after and r.before and r.before.batch_id and r.before.grader_version:
                 moved.add((r.before.batch_id, r.before.grader_version))
         out.print(table)
