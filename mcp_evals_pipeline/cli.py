@@ -461,6 +461,8 @@ def rebuild_db() -> None:
     from mcp_evals_pipeline.sql_models import materialize_models
 
     summary = rebuild_database(runs_dir(), database_path())
+    for moved in summary.moved:
+        err.print(f"[yellow]set aside[/] (its WAL does not replay) {rich_escape(moved)}")
     with TrialStore().connect() as con:
         materialize_models(con)
     out.print(f"{database_path()}: {summary.rows} trial rows from {summary.runs} runs")
