@@ -33,18 +33,29 @@ def _real_bytes(root: Path) -> int:
     return sum(p.lstat().st_blocks * 512 for p in root.rglob("*"))
 
 
-def test_a_sparse_file_is_copied_sparse_and_counted_by_what_it_occupies(tmp_path: Path) -> None:
+def test_a_sparse_file_is_copied_sparse(tmp_path: Path) -> None:
+    workspace = write_tree(tmp_path / "ws", {"server.py": "print('hi')\n"})
+    _sparse(workspace / "blob.bin", 64 * 1024 * 1024)
+    if _real_bytes(workspace) > 8 * 1024 * 1024:
+        pytest.skip("this filesystem does not keep holes")
+    copied = copy_workspace(workspace, tmp_path / "copy", cap_bytes=128 * 1024 * 1024)
+    blob = tmp_path / "copy" / "blob.bin"
+    assert blob.stat().st_size == 64 * 1024 * 1024  # the same file ...
+    with blob.open("rb") as f:
+        assert f.read(4) == b"head" and (f.seek(64 * 1024 * 1024 - 4), f.read(4))[1] == b"tail"
+    assert _real_bytes(tmp_path / "copy") < 1024 * 1024  # ... that costs the scratch nothing
+    assert copied.special == [] and copied.outside == []
+
+
+def test_a_2_gb_sparse_file_is_refused_at_its_size_without_using_the_scratch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its holes cost no disk, but every reader of the copy would read 2 GB of zeros: charged at its size."""
+    monkeypatch.delenv(CAP_ENV, raising=False)
     workspace = write_tree(tmp_path / "ws", {"server.py": "print('hi')\n"})
     _sparse(workspace / "blob.bin", TWO_GB)
-    if _real_bytes(workspace) > 64 * 1024 * 1024:
-        pytest.skip("this filesystem does not keep holes")
-    copied = copy_workspace(workspace, tmp_path / "copy", cap_bytes=1024 * 1024)  # a 1 MB cap: the 2 GB fit
-    blob = tmp_path / "copy" / "blob.bin"
-    assert blob.stat().st_size == TWO_GB  # the same file ...
-    with blob.open("rb") as f:
-        assert f.read(4) == b"head" and (f.seek(TWO_GB - 4), f.read(4))[1] == b"tail"
-    assert _real_bytes(tmp_path / "copy") < 1024 * 1024  # ... that costs the scratch no 2 GB
-    assert copied.special == [] and copied.outside == []
+    with pytest.raises(WorkspaceTooLarge, match=r"more than the 512 MB .*MCP_EVALS_WORKSPACE_CAP_MB.*blob\.bin"):
+        copy_workspace(workspace, tmp_path / "copy")  # the default cap
+    assert _real_bytes(tmp_path / "copy") < 1024 * 1024
 
 
 def test_a_workspace_over_the_cap_is_refused_before_it_fills_the_scratch(tmp_path: Path) -> None:
@@ -86,7 +97,7 @@ def test_fifos_and_sockets_are_left_out_named_and_never_opened(tmp_path: Path) -
 def test_a_workspace_with_a_sparse_file_and_a_fifo_still_passes_and_names_the_fifo(
         tmp_path: Path, minimal_contract: dict) -> None:
     workspace = write_tree(tmp_path, {**REQS, "server.py": MINIMAL_SERVER})
-    _sparse(workspace / "blob.bin", TWO_GB)
+    _sparse(workspace / "blob.bin", 64 * 1024 * 1024)
     os.mkfifo(workspace / "pipe")
     grade = grade_workspace_sync(TaskContract.model_validate(minimal_contract), workspace)
     assert grade.contract_pass, grade.first_failure

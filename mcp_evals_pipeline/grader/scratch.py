@@ -5,8 +5,9 @@ Grading never works on the workspace itself: the trial's snapshot is the agent's
 at the start, without what must not be trusted or followed: the agent's own node_modules, .venv and .git, special
 files, and symlinks that leave the workspace (a `requirements.txt -> /checkout/.env` must not carry a host file
 into a record; the names of the dropped links are kept so the install stage can say why it refuses). Sparse files
-stay sparse, and a workspace occupying more than MCP_EVALS_WORKSPACE_CAP_MB of real disk is refused (the install
-stage fails, naming the cap and the file that crossed it) instead of filling the scratch.
+stay sparse, and a workspace whose files add up to more than MCP_EVALS_WORKSPACE_CAP_MB (a sparse file at its full
+size: every reader sees that much) is refused (the install stage fails, naming the cap and the file that crossed
+it) instead of filling the scratch or a reader's memory.
 
 Scratch directories live under cache_dir()/scratch/grade-*; each holds an flock for as long as its grading runs,
 so a grading killed with SIGKILL leaves a directory whose lock is free, and the next grading removes it.
@@ -142,7 +143,8 @@ class Copied:
 
 def copy_workspace(workspace: Path, dst: Path, cap_bytes: int | None = None) -> Copied:
     """Copy workspace to dst (sparse files as sparse). Raises WorkspaceTooLarge, naming the file that crossed it,
-    before the copy would occupy more than cap_bytes (default: MCP_EVALS_WORKSPACE_CAP_MB) of real disk."""
+    before the files copied would add up to more than cap_bytes (default: MCP_EVALS_WORKSPACE_CAP_MB), each counted
+    at the larger of its size and its blocks on disk."""
     workspace = workspace.resolve()
     cap = workspace_cap_bytes() if cap_bytes is None else cap_bytes
     outside: list[str] = []
@@ -169,11 +171,14 @@ def copy_workspace(workspace: Path, dst: Path, cap_bytes: int | None = None) -> 
                     if entry.name not in SKIPPED_DIRS:
                         walk(path, target)
                 elif stat.S_ISREG(mode):
-                    used += disk_bytes(st)
+                    # Charged at its size even when sparse: every stage that reads it (the source scan, a
+                    # byte-compile, a lockfile copy) reads the holes as zeros; its copy stays sparse all the same.
+                    size = max(st.st_size, disk_bytes(st))
+                    used += size
                     if used > cap:
                         raise WorkspaceTooLarge(
-                            f"the workspace occupies more than the {cap // (1024 * 1024)} MB a grading copies "
-                            f"({CAP_ENV}), reached at {rel} ({disk_bytes(st)} bytes on disk): refused")
+                            f"the workspace holds more than the {cap // (1024 * 1024)} MB a grading copies "
+                            f"({CAP_ENV}), reached at {rel} ({size} bytes): refused")
                     copy_sparse(path, target)
                 else:  # never opened: opening a FIFO blocks, a device may read forever; not an agent's work
                     special.append(f"{rel} ({special_kind(mode)})")
