@@ -108,21 +108,23 @@ def regrade_trial(trial_dir: TrialDir, store: TrialStore, *, force: bool = False
         })
         _write_memo(after, staged, skip=True)  # the judge never moves a number; a regrade asks it nothing
         staged.trial_file.write_text(after.model_dump_json(indent=2))
-        _swap_in(trial_dir, staged, attempt)
+        after = _swap_in(trial_dir, staged, after)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     _index(store, after, trial_dir)
     return Regraded(trial_dir.key, record, after, left_out=left_out)
 
 
-def _swap_in(trial_dir: TrialDir, staged: TrialDir, attempt: int) -> None:
+def _swap_in(trial_dir: TrialDir, staged: TrialDir, after: TrialRecord) -> TrialRecord:
     """The old attempt to previous/, the staged one in its place (renames on one filesystem; trial.json last: its
-    presence means the attempt is complete)."""
+    presence means the attempt is complete). Returns the record as written."""
     archived_as = trial_dir.archive_current()
-    if archived_as != attempt:  # another writer moved the slot meanwhile: its record must not be overwritten
-        raise RuntimeError(f"{trial_dir.path}: the slot's next attempt became {archived_as}, not {attempt}")
+    if archived_as != after.attempt:  # another attempt landed meanwhile: number this one after it, never over it
+        after = after.model_copy(update={"attempt": archived_as})
+        staged.trial_file.write_text(after.model_dump_json(indent=2))
     for item in sorted(staged.path.iterdir(), key=lambda p: p.name == TRIAL_FILE):
         os.replace(item, trial_dir.path / item.name)
+    return after
 
 
 def regrade_run(run_dir: Path, store: TrialStore, *, tasks: Iterable[str] = (), force: bool = False) -> list[Regraded]:
