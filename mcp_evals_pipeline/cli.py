@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 import anyio
 import click
 from rich.console import Console
+from rich.markup import escape as rich_escape
 from rich.table import Table
 
 from mcp_evals_pipeline.agents.base import MissingCredentials
@@ -462,6 +463,8 @@ def rebuild_db() -> None:
     from mcp_evals_pipeline.sql_models import materialize_models
 
     summary = rebuild_database(runs_dir(), database_path())
+    for moved in summary.moved:
+        err.print(f"[yellow]set aside[/] (its WAL does not replay) {rich_escape(moved)}")
     with TrialStore().connect() as con:
         materialize_models(con)
     out.print(f"{database_path()}: {summary.rows} trial rows from {summary.runs} runs")
@@ -688,6 +691,9 @@ def regrade_cmd(run_ids: tuple[str, ...], task_ids: tuple[str, ...], force: bool
             after = (f"{r.after.grader_version}: {r.after.grade.failure_code or 'pass'}" if r.after
                      else f"[yellow]not marked again[/]: {r.skipped}")
             table.add_row(r.key, before, after)
+            if r.left_out:  # the work's special files: never opened, so not in the new attempt's copy
+                err.print(f"{r.key}: left out (a FIFO, socket or device is never opened): "
+                          f"{rich_escape(', '.join(r.left_out))}")
             if r.after and r.before and r.before.batch_id and r.before.grader_version:
                 moved.add((r.before.batch_id, r.before.grader_version))
         out.print(table)

@@ -15,13 +15,16 @@ a trial already marked by today's grader (unless --force).
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.records import TrialRecord
+from mcp_evals_pipeline.file_copy import copy_tree
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, get_task
@@ -32,7 +35,6 @@ from mcp_evals_pipeline.trial_dir import (
     SERVER_LOG,
     TRIAL_FILE,
     UNINDEXED_MARKER,
-    WORKSPACE_DIR,
     WORLD_FILE,
     TrialDir,
 )
@@ -51,6 +53,7 @@ class Regraded:
     before: TrialRecord | None
     after: TrialRecord | None = None
     skipped: str | None = None  # why it was not marked again
+    left_out: list[str] = field(default_factory=list)  # special files of the work, not copied: "<path> (<kind>)"
 
 
 def why_not(record: TrialRecord, trial_dir: TrialDir, *, force: bool) -> str | None:
@@ -74,6 +77,9 @@ def why_not(record: TrialRecord, trial_dir: TrialDir, *, force: bool) -> str | N
 
 
 def regrade_trial(trial_dir: TrialDir, store: TrialStore, *, force: bool = False) -> Regraded:
+    """Mark the slot's current attempt again. The new attempt is built whole in a staging directory beside the
+    run's trials (the agent's work copied, marked, its record and memo written) and only then swapped in: whatever
+    fails before the swap (a special file, a full disk, a crash) leaves the old attempt current, untouched."""
     record = trial_dir.current_record()
     if record is None:
         return Regraded(trial_dir.key, None, skipped="no readable trial.json")
@@ -81,31 +87,44 @@ def regrade_trial(trial_dir: TrialDir, store: TrialStore, *, force: bool = False
     if reason:
         return Regraded(trial_dir.key, record, skipped=reason)
     task = get_task(record.task)
-    attempt = trial_dir.archive_current()
-    source = trial_dir.path / PREVIOUS_DIR / f"attempt-{record.attempt}"
-    for item in source.iterdir():  # the agent's work, unchanged (the archive keeps the original)
-        if item.name in MARKING_OUTPUTS:
-            continue
-        target = trial_dir.path / item.name
-        if item.is_dir() and not item.is_symlink():
-            shutil.copytree(item, target, symlinks=True)
-        else:
-            shutil.copy2(item, target, follow_symlinks=False)
-    grade = kind_of(task.kind).mark(task, trial_dir.path / WORKSPACE_DIR, trial_dir.path)
-    if grade.server_output:
-        trial_dir.server_log.write_text(grade.server_output)
-    after = record.model_copy(update={
-        "attempt": attempt, "grader_version": GRADER_VERSION, "regraded_from": record.attempt,
-        "grade": grade.model_copy(update={"server_output": None}),
-        "valid": grade.valid, "invalid_reason": None if grade.valid else grade.failure_code,
-        "error": (record.error if record.valid else None) if grade.valid else grade.error,
-        "retryable": None if grade.valid else not grade.permanent,
-        "sdk_version": grade.sdk_version or record.sdk_version, "sdk_package": grade.sdk_package or record.sdk_package,
-    })
-    _write_memo(after, trial_dir, skip=True)  # the judge never moves a number; a regrade asks it nothing
-    trial_dir.trial_file.write_text(after.model_dump_json(indent=2))
+    # Not under trials/: a staged trial.json must never be read as a slot's record (trials/*/trial.json).
+    staging = Path(tempfile.mkdtemp(prefix=f".regrade-{trial_dir.key}-", dir=trial_dir.path.parent.parent))
+    try:
+        staged = TrialDir(staging / trial_dir.key)
+        # The agent's work, unchanged (the archive keeps the original); FIFOs, sockets, devices are never opened.
+        left_out = copy_tree(trial_dir.path, staged.path, leave=MARKING_OUTPUTS)
+        grade = kind_of(task.kind).mark(task, staged.workspace, staged.path)
+        if grade.server_output:
+            staged.server_log.write_text(grade.server_output)
+        attempt = max([record.attempt, *trial_dir.earlier_attempts()]) + 1
+        after = record.model_copy(update={
+            "attempt": attempt, "grader_version": GRADER_VERSION, "regraded_from": record.attempt,
+            "grade": grade.model_copy(update={"server_output": None}),
+            "valid": grade.valid, "invalid_reason": None if grade.valid else grade.failure_code,
+            "error": (record.error if record.valid else None) if grade.valid else grade.error,
+            "retryable": None if grade.valid else not grade.permanent,
+            "sdk_version": grade.sdk_version or record.sdk_version,
+            "sdk_package": grade.sdk_package or record.sdk_package,
+        })
+        _write_memo(after, staged, skip=True)  # the judge never moves a number; a regrade asks it nothing
+        staged.trial_file.write_text(after.model_dump_json(indent=2))
+        after = _swap_in(trial_dir, staged, after)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     _index(store, after, trial_dir)
-    return Regraded(trial_dir.key, record, after)
+    return Regraded(trial_dir.key, record, after, left_out=left_out)
+
+
+def _swap_in(trial_dir: TrialDir, staged: TrialDir, after: TrialRecord) -> TrialRecord:
+    """The old attempt to previous/, the staged one in its place (renames on one filesystem; trial.json last: its
+    presence means the attempt is complete). Returns the record as written."""
+    archived_as = trial_dir.archive_current()
+    if archived_as != after.attempt:  # another attempt landed meanwhile: number this one after it, never over it
+        after = after.model_copy(update={"attempt": archived_as})
+        staged.trial_file.write_text(after.model_dump_json(indent=2))
+    for item in sorted(staged.path.iterdir(), key=lambda p: p.name == TRIAL_FILE):
+        os.replace(item, trial_dir.path / item.name)
+    return after
 
 
 def regrade_run(run_dir: Path, store: TrialStore, *, tasks: Iterable[str] = (), force: bool = False) -> list[Regraded]:

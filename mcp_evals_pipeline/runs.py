@@ -10,8 +10,11 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+
+import duckdb
 
 from mcp_evals_pipeline import models
 from mcp_evals_pipeline.conditions import skill_hash
@@ -127,10 +130,40 @@ class RebuildSummary:
     runs: int
     rows: int
     errors: list[str]
+    moved: list[str] = field(default_factory=list)  # "<path> -> <aside>: <why>" for an old database set aside
+
+
+def wal_of(database: Path) -> Path:
+    return database.with_name(database.name + ".wal")
+
+
+def _set_aside_if_unusable(database: Path) -> list[str]:
+    """An old database whose WAL cannot be replayed (a full disk, a WAL of another file) is moved aside, WAL and
+    all: the rebuilt file must never meet that WAL, and the old pair is kept for whoever wants to look. A WAL that
+    replays is checkpointed into its own file, which the rebuilt one then replaces. Called under the store lock."""
+    wal = wal_of(database)
+    if not wal.exists():
+        return []
+    try:
+        duckdb.connect(str(database)).close()
+        return []
+    except duckdb.Error as exc:
+        if "Could not set lock" in str(exc):  # another process has it open: not ours to move
+            raise
+        why = " ".join(str(exc).split())[:300]
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    moved = []
+    for path in (database, wal):
+        if path.exists():
+            aside = path.with_name(f"{path.name}.unusable-{stamp}")
+            os.replace(path, aside)
+            moved.append(f"{path} -> {aside}: {why}")
+    return moved
 
 
 def rebuild_database(runs_root: Path, database: Path) -> RebuildSummary:
-    """Rebuild the DuckDB index from the files into a new file, then swap it in (a crash leaves the old one)."""
+    """Rebuild the DuckDB index from the files into a new file, then swap it in (a crash leaves the old one). An
+    old database whose WAL does not replay is set aside first (the files are the source of truth)."""
     database.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=".rebuild-", suffix=".duckdb", dir=database.parent)
     os.close(fd)
@@ -157,6 +190,7 @@ def rebuild_database(runs_root: Path, database: Path) -> RebuildSummary:
             errors.append(f"{run_dir}: {type(exc).__name__}: {exc}")
     lock = TrialStore(database)._lock  # the same lock every writer takes
     with lock:
+        moved = _set_aside_if_unusable(database)
         os.replace(tmp_name, database)
     Path(tmp_name + ".lock").unlink(missing_ok=True)
-    return RebuildSummary(runs, rows, errors)
+    return RebuildSummary(runs, rows, errors, moved)

@@ -272,8 +272,8 @@ def test_outside_links_are_left_out_of_the_copy_and_named(tmp_path: Path) -> Non
     (workspace / "outside").symlink_to(REPO / "pyproject.toml")
     (workspace / "sub" / "up").symlink_to("../..")
     os.mkfifo(workspace / "pipe")
-    outside = copy_workspace(workspace, tmp_path / "copy")
-    assert sorted(outside) == ["outside", "sub/up"]
+    copied = copy_workspace(workspace, tmp_path / "copy")
+    assert sorted(copied.outside) == ["outside", "sub/up"] and copied.special == ["pipe (FIFO)"]
     copy = tmp_path / "copy"
     assert (copy / "inside").read_text() == "b" and (copy / "absolute-inside").read_text() == "a"
     assert (copy / "absolute-inside").resolve() == copy / "a.txt"  # points into the copy, not the workspace

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import resource
+import socket
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -110,3 +116,60 @@ def test_work_that_cannot_be_marked_again_says_why(results: Path) -> None:
     missing = CliRunner().invoke(main, ["regrade", "--run", "no-such-run"])
     assert missing.exit_code == 2 and "no run directory" in missing.output
     assert json.loads((trial_dir / "trial.json").read_text())["attempt"] == 1
+
+
+def _replayed_at_an_older_marker(results: Path) -> tuple[TrialRecord, Path]:
+    store = TrialStore()
+    record = run_trial(TrialSpec(task_id=TASK, condition="noskill+blank", trial=2, batch_date="2026-11-30",
+                                 agent="replay", skip_judge=True), store=store)
+    trial_dir = results / "runs" / record.run_id / "trials" / record.trial_name
+    return _as_if_an_older_marker(trial_dir / "trial.json", store), trial_dir
+
+
+def test_a_fifo_and_a_socket_in_the_snapshot_are_left_out_and_named(
+        results: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old, trial_dir = _replayed_at_an_older_marker(results)
+    os.mkfifo(trial_dir / "workspace" / "pipe")  # shutil's copy refused it, after the old attempt was moved away
+    listener = socket.socket(socket.AF_UNIX)
+    with monkeypatch.context() as here:
+        here.chdir(trial_dir / "workspace")  # a socket's path is at most 107 bytes: bind it relative
+        listener.bind("sock")
+    try:
+        done = CliRunner().invoke(main, ["regrade", "--run", old.run_id])
+    finally:
+        listener.close()
+    assert done.exit_code == 0, done.output
+    assert "pipe (FIFO)" in done.output and "sock (socket)" in done.output
+    now = TrialRecord.model_validate_json((trial_dir / "trial.json").read_text())
+    assert (now.attempt, now.regraded_from, now.grader_version) == (2, 1, GRADER_VERSION)
+    assert now.grade.contract_pass
+    archived = trial_dir / "previous" / "attempt-1"
+    assert TrialRecord.model_validate_json((archived / "trial.json").read_text()).grader_version == OLD
+    assert stat.S_ISFIFO((archived / "workspace" / "pipe").lstat().st_mode)  # the archive keeps the work whole
+    assert not (trial_dir / "workspace" / "pipe").exists()
+    assert not list(trial_dir.parent.parent.glob(".regrade-*"))  # no staging left behind
+
+
+def test_a_regrade_that_fails_midway_leaves_the_old_record_current(results: Path, tmp_path: Path) -> None:
+    """A real write failure (a file-size limit, as a full disk would) while the new attempt is being built: the slot
+    keeps its current record and files, nothing is archived, no staging is left."""
+    old, trial_dir = _replayed_at_an_older_marker(results)
+    (trial_dir / "workspace" / "data.bin").write_bytes(os.urandom(256 * 1024))  # more than the limit below
+    before = {p.relative_to(trial_dir): p.read_bytes() for p in trial_dir.rglob("*") if p.is_file()}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    limit = 64 * 1024  # Python ignores SIGXFSZ: a write past the limit fails with EFBIG, like ENOSPC would
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run([sys.executable, "-m", "mcp_evals_pipeline.cli", "regrade", "--run", old.run_id],
+                          env=env, capture_output=True, text=True, timeout=300, preexec_fn=limited, check=False)
+    assert done.returncode != 0 and "File too large" in done.stderr, done.stderr[-2000:]
+    assert TrialRecord.model_validate_json((trial_dir / "trial.json").read_text()) == old  # still current
+    after = {p.relative_to(trial_dir): p.read_bytes() for p in trial_dir.rglob("*") if p.is_file()}
+    assert after == before and not (trial_dir / "previous").exists()
+    assert not list(trial_dir.parent.parent.glob(".regrade-*"))
+    # Once the limit is gone the same regrade completes.
+    again = CliRunner().invoke(main, ["regrade", "--run", old.run_id])
+    assert again.exit_code == 0, again.output
+    assert json.loads((trial_dir / "trial.json").read_text())["attempt"] == 2

@@ -54,7 +54,7 @@ from mcp_evals_pipeline.grader.expectations import (
 )
 from mcp_evals_pipeline.grader.features import FEATURES, Feature, Step, StepFailed
 from mcp_evals_pipeline.grader.runtimes import RUNTIMES, Installation, InstallError, Runtime, runtime_for
-from mcp_evals_pipeline.grader.scratch import Scratch, Workdir, copy_workspace
+from mcp_evals_pipeline.grader.scratch import Copied, Scratch, Workdir, WorkspaceTooLarge, copy_workspace
 from mcp_evals_pipeline.grader.source import detect_sdk_path, missing_source_patterns
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
@@ -142,14 +142,17 @@ class Grading:
         self.runtime = runtime
         self._scratch = Scratch()
         self.scratch = self._scratch.root
+        self.refused: str | None = None  # why the workspace was not copied (over the size cap): contract.install
         try:
             # Every stage reads the copy (self.workspace) and the server runs in it; the original is never touched.
-            outside = copy_workspace(workspace, self.scratch / "workspace")
+            copied = copy_workspace(workspace, self.scratch / "workspace")
+        except WorkspaceTooLarge as exc:
+            self.refused, copied = str(exc), Copied([], [])
         except BaseException:
             self._scratch.close()
             raise
         self.workspace = self.scratch / "workspace"
-        self.work = Workdir(self.workspace, self.scratch, tuple(outside))
+        self.work = Workdir(self.workspace, self.scratch, tuple(copied.outside), special=tuple(copied.special))
         self.boxes: list[StepBox] = []  # the build box (buildCommand), closed before the server starts
         self.installation: Installation | None = None
         self.entry: Path | None = None
@@ -174,7 +177,14 @@ class Grading:
         """Every check, stage by stage in the ladder's order (contracts/ladder.py)."""
         if self.contract.deterministic_readiness is not None:
             # Open-ended tasks: typecheck + required imports only, reported apart from the headline.
-            return [Step("typecheck", "typecheck", self._typecheck), Step("imports", "imports", self._imports)]
+            steps = [Step("typecheck", "typecheck", self._typecheck), Step("imports", "imports", self._imports)]
+        else:
+            steps = self._ladder_steps()
+        if self.refused is not None:  # nothing of it is graded: the install stage fails, naming why
+            return [Step("install", "install", self._refuse), *(s for s in steps if s.stage != "install")]
+        return steps
+
+    def _ladder_steps(self) -> list[Step]:
         features = {f.name: f for f in self.features}
         steps: list[Step] = []
         for stage in LADDER:
@@ -331,6 +341,9 @@ class Grading:
 
     # ---- stages ----------------------------------------------------------------------------------------------
 
+    async def _refuse(self) -> str:
+        raise StepFailed(self.refused or "the workspace was refused")
+
     async def _install(self) -> str:
         try:
             self.installation = await anyio.to_thread.run_sync(self.runtime.install, self.work)
@@ -339,6 +352,8 @@ class Grading:
                 raise InfraFailure(Infra.INSTALL, exc.detail) from exc
             raise StepFailed(exc.detail) from exc
         self.work.isolation.setdefault("install", "reused build: nothing ran")
+        if self.work.special:  # named, so a workspace that relied on one learns why it is missing
+            return f"{self.installation.detail}; left out (never opened): {', '.join(self.work.special[:10])}"
         return self.installation.detail
 
     async def _typecheck(self) -> str | None:

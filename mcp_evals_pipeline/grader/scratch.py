@@ -4,7 +4,10 @@ Grading never works on the workspace itself: the trial's snapshot is the agent's
 (its build backend, its npm scripts, its server) must not be able to rewrite it. Every stage works on a copy made
 at the start, without what must not be trusted or followed: the agent's own node_modules, .venv and .git, special
 files, and symlinks that leave the workspace (a `requirements.txt -> /checkout/.env` must not carry a host file
-into a record; the names of the dropped links are kept so the install stage can say why it refuses).
+into a record; the names of the dropped links are kept so the install stage can say why it refuses). Sparse files
+stay sparse, and a workspace whose files add up to more than MCP_EVALS_WORKSPACE_CAP_MB (a sparse file at its full
+size: every reader sees that much) is refused (the install stage fails, naming the cap and the file that crossed
+it) instead of filling the scratch or a reader's memory.
 
 Scratch directories live under cache_dir()/scratch/grade-*; each holds an flock for as long as its grading runs,
 so a grading killed with SIGKILL leaves a directory whose lock is free, and the next grading removes it.
@@ -23,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_evals_pipeline.file_copy import copy_sparse, disk_bytes, special_kind
 from mcp_evals_pipeline.paths import cache_dir
 
 SKIPPED_DIRS = frozenset({"node_modules", ".git", ".venv", "__pycache__"})
@@ -48,6 +52,7 @@ class Workdir:
     scratch: Path
     outside: tuple[str, ...] = ()
     isolation: dict[str, str] = field(default_factory=dict)
+    special: tuple[str, ...] = ()  # FIFOs, sockets and devices the copy left out, as "<path> (<kind>)"
 
 
 @contextlib.contextmanager
@@ -55,8 +60,9 @@ def workdir_for(workspace: Path) -> Iterator[Workdir]:
     """A scratch with a copy of workspace, removed on exit (what a grading does; for a runtime used alone)."""
     scratch = Scratch()
     try:
-        outside = copy_workspace(workspace, scratch.root / "workspace")
-        yield Workdir(scratch.root / "workspace", scratch.root, tuple(outside))
+        copied = copy_workspace(workspace, scratch.root / "workspace")
+        yield Workdir(scratch.root / "workspace", scratch.root, tuple(copied.outside),
+                      special=tuple(copied.special))
     finally:
         scratch.close()
 
@@ -110,19 +116,51 @@ def prune_abandoned(base: Path | None = None) -> list[Path]:
     return removed
 
 
-def copy_workspace(workspace: Path, dst: Path) -> list[str]:
-    """Copy workspace to dst; returns the relative paths left out because they point outside the workspace."""
+CAP_ENV = "MCP_EVALS_WORKSPACE_CAP_MB"
+DEFAULT_CAP_MB = 512
+
+
+class WorkspaceTooLarge(ValueError):
+    """The workspace occupies more disk than a grading copies: refused (contract.install), never half-graded."""
+
+
+def workspace_cap_bytes() -> int:
+    value = os.environ.get(CAP_ENV)
+    try:
+        mb = int(value) if value else DEFAULT_CAP_MB
+    except ValueError as exc:
+        raise ValueError(f"{CAP_ENV}={value!r} is not a whole number of MB") from exc
+    return mb * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Copied:
+    """What copy_workspace left out: links leaving the workspace, and special files (as "<path> (<kind>)")."""
+
+    outside: list[str]
+    special: list[str]
+
+
+def copy_workspace(workspace: Path, dst: Path, cap_bytes: int | None = None) -> Copied:
+    """Copy workspace to dst (sparse files as sparse). Raises WorkspaceTooLarge, naming the file that crossed it,
+    before the files copied would add up to more than cap_bytes (default: MCP_EVALS_WORKSPACE_CAP_MB), each counted
+    at the larger of its size and its blocks on disk."""
     workspace = workspace.resolve()
+    cap = workspace_cap_bytes() if cap_bytes is None else cap_bytes
     outside: list[str] = []
+    special: list[str] = []
+    used = 0
 
     def walk(src: Path, out: Path) -> None:
+        nonlocal used
         out.mkdir(mode=0o755)
         with os.scandir(src) as entries:
             for entry in entries:
                 path = Path(entry.path)
                 rel = path.relative_to(workspace).as_posix()
                 target = out / entry.name
-                mode = entry.stat(follow_symlinks=False).st_mode
+                st = entry.stat(follow_symlinks=False)
+                mode = st.st_mode
                 if stat.S_ISLNK(mode):
                     resolved = path.resolve()
                     if resolved == workspace or not resolved.is_relative_to(workspace):
@@ -133,8 +171,17 @@ def copy_workspace(workspace: Path, dst: Path) -> list[str]:
                     if entry.name not in SKIPPED_DIRS:
                         walk(path, target)
                 elif stat.S_ISREG(mode):
-                    shutil.copy2(path, target, follow_symlinks=False)
-                # FIFOs, sockets and devices are not an agent's work (and opening a FIFO would block)
+                    # Charged at its size even when sparse: every stage that reads it (the source scan, a
+                    # byte-compile, a lockfile copy) reads the holes as zeros; its copy stays sparse all the same.
+                    size = max(st.st_size, disk_bytes(st))
+                    used += size
+                    if used > cap:
+                        raise WorkspaceTooLarge(
+                            f"the workspace holds more than the {cap // (1024 * 1024)} MB a grading copies "
+                            f"({CAP_ENV}), reached at {rel} ({size} bytes): refused")
+                    copy_sparse(path, target)
+                else:  # never opened: opening a FIFO blocks, a device may read forever; not an agent's work
+                    special.append(f"{rel} ({special_kind(mode)})")
 
     walk(workspace, dst)
-    return outside
+    return Copied(outside, special)

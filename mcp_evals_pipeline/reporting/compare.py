@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 
 from mcp_evals_pipeline.reporting import stats
+from mcp_evals_pipeline.reporting.markdown import md_code, md_text
 from mcp_evals_pipeline.sql_models import adhoc, wilson_interval
 
 # A side's attempts: the current ones of its batch, or the newest of each slot graded by the version it names.
@@ -262,6 +263,11 @@ def _cell(c: Cell, usage: bool) -> str:
     return text + (f", {c.unsafe}/{c.valid} unsafe" if usage else "")
 
 
+def _row(*cells: object) -> str:
+    """A table row of stored text (task ids, failing checks and outcomes an imported run may have written)."""
+    return "| " + " | ".join(md_text(c) for c in cells) + " |"
+
+
 def render(result: Comparison) -> str:
     a, b = result.a, result.b
     lines = [f"# {a} -> {b}", "",
@@ -275,7 +281,7 @@ def render(result: Comparison) -> str:
         usage = kind == "usage"
         change = (f"{_pts(h.change.delta)} (95% {_pts(h.change.low)} to {_pts(h.change.high)})"
                   if h.change else "-")
-        lines.append(f"- {kind} `{condition}` {agent}, {h.tasks} task(s): {_cell(h.before, usage)} "
+        lines.append(f"- {kind} {md_code(condition)} {md_text(agent)}, {h.tasks} task(s): {_cell(h.before, usage)} "
                      f"({_pct(h.before.rate)}) -> {_cell(h.after, usage)} ({_pct(h.after.rate)}): {change}; "
                      f"{h.sign.describe()}; trials per side to see a 10-point change: "
                      f"{h.detect_before or '-'} at {_pct(h.before.rate)}, {h.detect_after or '-'} at "
@@ -286,21 +292,20 @@ def render(result: Comparison) -> str:
     if result.flips:
         lines += ["| kind | task | condition | agent | before | after | failing before | failing after |",
                   "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {f.key[0]} | {f.key[1]} | {f.key[2]} | {f.key[3]} | {f.before.verdict} "
-                  f"{f.before.passes}/{f.before.valid} | {f.after.verdict} {f.after.passes}/{f.after.valid} | "
-                  f"{f.before.first_failing()} | {f.after.first_failing()} |" for f in result.flips]
+        lines += [_row(*f.key[:4], f"{f.before.verdict} {f.before.passes}/{f.before.valid}",
+                       f"{f.after.verdict} {f.after.passes}/{f.after.valid}", f.before.first_failing(),
+                       f.after.first_failing()) for f in result.flips]
     else:
         lines.append("None: every paired cell kept its verdict.")
     if result.trial_changes:
         lines += ["", "## Trials whose outcome moved (the same work on both sides)", "",
                   "| kind | task | condition | trial | agent | before | after |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {c.key[0]} | {c.key[1]} | {c.key[2]} | {c.key[3]} | {c.key[4]} | {c.before} | {c.after} |"
-                  for c in result.trial_changes]
+        lines += [_row(*c.key[:5], c.before, c.after) for c in result.trial_changes]
     lines += ["", "## Failure codes", ""]
-    lines.append("- new: " + (", ".join(f"`{c}` x{n}" for c, n in result.new_codes.items()) or "none"))
-    lines.append("- fixed: " + (", ".join(f"`{c}` x{n}" for c, n in result.fixed_codes.items()) or "none"))
+    lines.append("- new: " + (", ".join(f"{md_code(c)} x{n}" for c, n in result.new_codes.items()) or "none"))
+    lines.append("- fixed: " + (", ".join(f"{md_code(c)} x{n}" for c, n in result.fixed_codes.items()) or "none"))
     if result.unpaired:
         lines += ["", f"{len(result.unpaired)} cell(s) have valid trials on one side only and are left out: "
-                  + ", ".join(f"{k[1]}--{k[2]} ({k[3]})" for k in result.unpaired[:10])
+                  + ", ".join(md_text(f"{k[1]}--{k[2]} ({k[3]})") for k in result.unpaired[:10])
                   + (" ..." if len(result.unpaired) > 10 else "")]
     return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from mcp_evals_pipeline.judge import memo_body, memo_status
 from mcp_evals_pipeline.models import CALIBRATION
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.reporting import stats
+from mcp_evals_pipeline.reporting.markdown import md_code, md_prose, md_text
 from mcp_evals_pipeline.sql_models import scoped_select
 from mcp_evals_pipeline.trial_dir import TRANSCRIPT_FILE, WORLD_FILE, run_file
 from mcp_evals_pipeline.trials import trial_key
@@ -181,7 +182,7 @@ def _suspects(con: duckdb.DuckDBPyConnection, run: Row) -> list[str]:
         return []
     lines = ["## Suspect markers", ""]
     for r in rows:
-        detail = f": `{r['top_detail']}`" if r["top_detail"] else ""
+        detail = f": {md_code(r['top_detail'], 300)}" if r["top_detail"] else ""
         lines.append(
             f"> ⚠️ **SUSPECT CONTRACT — `{r['task']}`**: check `{r['top_failing_check']}` failed in "
             f"{int(r['top_check_failures'])} of {int(r['failed'])} failed trials ({_pct(r['top_share'])}) "
@@ -485,6 +486,7 @@ def _suspect_cases(con: duckdb.DuckDBPyConnection, tasks: list[str]) -> list[str
 
 FINDING_REPLY_LINES = 3
 FINDING_WRITES = 8
+FINDING_CHARS = 400
 
 
 def _findings(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]:
@@ -499,17 +501,12 @@ def _findings(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[s
     for r in rows:
         trial_dir = base / "trials" / trial_key(r["task"], r["condition"], int(r["trial"]))
         lines.append(f"- **{r['task']}** {r['condition']} t{int(r['trial'])}: {r['outcome']} ({r['failure_code']}): "
-                     f"{_one_line(r['failing_detail'] or '-')}")
-        lines.append(f"  - writes: {_one_line(_writes(trial_dir / WORLD_FILE))}")
+                     f"{md_text(r['failing_detail'] or '-', FINDING_CHARS)}")
+        lines.append(f"  - writes: {md_text(_writes(trial_dir / WORLD_FILE), FINDING_CHARS)}")
         reply = final_reply(trial_dir / TRANSCRIPT_FILE)
         tail = " / ".join((reply or "").strip().splitlines()[-FINDING_REPLY_LINES:]) if reply else "(no reply)"
-        lines.append(f"  - reply: {_one_line(tail)}")
+        lines.append(f"  - reply: {md_text(tail, FINDING_CHARS)}")
     return lines
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _writes(world_file: Path) -> str:
@@ -562,7 +559,7 @@ def _memos(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
         if excerpt is None:
             continue
         lines.append(f"- `{r['task']}` · `{r['condition']}` · trial {r['trial']} — "
-                     f"[{r['memo_path']}]({r['memo_path']}): {excerpt}")
+                     f"[{r['memo_path']}]({r['memo_path']}): {md_prose(excerpt)}")
     if len(lines) == 2:
         lines.append("No notable memos.")
     return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcp_evals_pipeline.paths import results_dir as default_results_dir
+from mcp_evals_pipeline.reporting.markdown import md_code, md_text
 from mcp_evals_pipeline.synthesis.figures import RateRow, Suspect, UsageWeek, WeekStats
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -20,11 +21,6 @@ def _num(value: float | None, unit: str = "") -> str:
     return f"{value:,.0f}{unit}" if value == int(value) else f"{value:,.1f}{unit}"
 
 
-def _cell(text: object) -> str:
-    """A value safe inside a markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
 def _clip(text: str | None, limit: int = 160) -> str:
     if not text:
         return ""
@@ -34,7 +30,7 @@ def _clip(text: str | None, limit: int = 160) -> str:
 
 def _table(headers: list[str], rows: list[list[object]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines.extend("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
+    lines.extend("| " + " | ".join(md_text(c) for c in row) + " |" for row in rows)  # stored text: inert
     return lines
 
 
@@ -63,9 +59,10 @@ def _display_path(path: Path | None) -> str:
 def suspect_sentence(s: Suspect) -> str:
     same = ("all with the same detail" if s.same_detail == s.at_check
             else f"{s.same_detail} of them with the same detail")
-    return (f"{s.task}: {s.at_check} of {s.failures} failures ({s.valid} valid trials) stop at `{s.check}`, {same}"
-            f" ({_clip(s.detail, 120)!r}). Nearly all failures at one identical check point to a contract or grader "
-            "bug: read the contract and a few transcripts before blaming the SDK.")
+    return (f"{md_text(s.task)}: {s.at_check} of {s.failures} failures ({s.valid} valid trials) stop at "
+            f"{md_code(s.check)}, {same}"
+            f" ({md_text(repr(_clip(s.detail, 120)))}). Nearly all failures at one identical check point to a contract "
+            "or grader bug: read the contract and a few transcripts before blaming the SDK.")
 
 
 def render_stats(stats: WeekStats, *, failing_table: bool = True) -> str:

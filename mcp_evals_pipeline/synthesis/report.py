@@ -21,6 +21,7 @@ from mcp_evals_pipeline.judge import (
 )
 from mcp_evals_pipeline.models import SYNTHESIS_MODEL
 from mcp_evals_pipeline.paths import synthesis_dir
+from mcp_evals_pipeline.reporting.markdown import md_block, md_code
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.synthesis.figures import (
     MODEL_TIMEOUT_S,
@@ -106,12 +107,13 @@ def render_report(result: SynthesisResult) -> str:
         "",
     ]
     if result.model_text:
-        lines += [_demote_headings(result.model_text.strip()), "", "### Quote check (code)", ""]
+        # The model read agent text: its markdown is kept, its HTML and script links are not.
+        lines += [md_block(_demote_headings(result.model_text.strip())), "", "### Quote check (code)", ""]
         if result.unverified_quotes:
             lines.append(f"**{len(result.unverified_quotes)} of {len(result.quotes)} quoted spans were not found "
                          "verbatim in the memos, failure details or transcripts; treat the claims they support as "
                          "unconfirmed:**")
-            lines.extend(f"- `{q}`" if "`" not in q else f"- `` {q} ``" for q in result.unverified_quotes)
+            lines.extend(f"- {md_code(q)}" for q in result.unverified_quotes)
         else:
             lines.append(f"All {len(result.quotes)} quoted spans were found verbatim in the memos, failure details "
                          "or transcripts.")

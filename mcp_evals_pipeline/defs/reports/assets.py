@@ -12,6 +12,7 @@ from mcp_evals_pipeline.defs.models.assets import MODELS
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
+from mcp_evals_pipeline.reporting.markdown import md_code
 from mcp_evals_pipeline.reporting.scorecard import render_report
 from mcp_evals_pipeline.runs import write_run_file
 from mcp_evals_pipeline.store import TrialStore
@@ -56,7 +57,7 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
         "FROM usage_rates WHERE condition = '*' AND batch_date = ?::DATE", [batch_date])[0]
     return dg.MaterializeResult(metadata={
         "runs": len(written),
-        "reports": dg.MetadataValue.md("\n".join(f"- `{p}`" for p in written) or "none"),
+        "reports": dg.MetadataValue.md("\n".join(f"- {md_code(p)}" for p in written) or "none"),
         "broken_runs": dg.MetadataValue.text("\n".join(broken) or "none"),
         "passed": headline["passed"] or 0,
         "valid_scored": headline["valid"] or 0,

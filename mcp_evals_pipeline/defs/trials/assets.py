@@ -103,11 +103,13 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
         "passed": int(record.grade.contract_pass),
         "valid": record.valid,
         "failure_code": record.grade.failure_code or "",
-        "failing_check": f"{first.id}: {first.detail}" if first else "",
+        # What the agent's server answered, quoted: plain text, never markdown (reporting/markdown.py).
+        "failing_check": dg.MetadataValue.text(f"{first.id}: {first.detail}" if first else ""),
         "run_id": record.run_id or "",
         "attempt": record.attempt,
         "dagster_retries": retry_number,
-        "retry": "" if record.valid else ("retries exhausted: " if retry else "not retried: ") + why,
+        "retry": dg.MetadataValue.text("" if record.valid else
+                                       ("retries exhausted: " if retry else "not retried: ") + why),
         "slot": slot_of(record),
         "agent": f"{record.agent_runner}/{record.agent_model}",
         "sdk_path": record.grade.sdk_path,

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.reporting.markdown import md_text
 
 
 def _latest_per_partition(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, dict[str, object]]:
@@ -36,5 +37,5 @@ def trial_rows_are_current(context: dg.AssetCheckExecutionContext, eval_store: E
     return dg.AssetCheckResult(
         passed=not problems,
         metadata={"partitions_checked": len(latest), "problems": dg.MetadataValue.md(
-            "\n".join(f"- {p}" for p in problems[:50]) or "none")},
+            "\n".join(f"- {md_text(p)}" for p in problems[:50]) or "none")},
     )
