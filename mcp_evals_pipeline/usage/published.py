@@ -48,7 +48,7 @@ class Installed:
                                          **{k: fill(v) for k, v in extra_env.items()}})
         box, description = server_box.prefix(
             readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
-            writable=[self.work.copy, home, tmp], ro_binds=inst.ro_binds, cwd=self.work.copy, env_names=env)
+            writable=[self.work.copy, home, tmp], ro_binds=inst.ro_binds, cwd=self.work.copy, env=env)
         return [*box, *map(fill, self.server.command)], env, self.work.copy, description
 
 

@@ -133,6 +133,10 @@ class _Launch:
                 "our own server: the harness's Python, unboxed")
 
     def _spawn(self) -> None:
+        if self.proc is not None:  # an earlier attempt's box and relays go before the next one's
+            from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+            server_box.stop(self.proc)
         self.spawns += 1
         self.port = procs.free_port()
         argv, env, cwd, self.box = self._command(self.port)
@@ -166,7 +170,11 @@ class _Launch:
         if self.contract.server.transport == "stdio":
             argv, env, cwd, self.box = self._command(None)
             return World(self.service, StdioServer(argv, env, cwd, self.log), self.log, self.box)
-        return World(self.service, f"http://127.0.0.1:{self.port}/mcp", self.log, self.box)
+        from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+        assert self.proc is not None
+        at = server_box.endpoint(self.proc, self.port)  # a boxed server answers through its relay on the host
+        return World(self.service, f"http://127.0.0.1:{at}/mcp", self.log, self.box)
 
     def stop(self) -> None:
         if self.proc is not None:
