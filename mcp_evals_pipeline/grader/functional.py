@@ -423,6 +423,8 @@ class Grading:
         self.close_boxes()  # nothing a build step started outlives it
         rel = self.entry.relative_to(self.workspace)
         for attempt in range(1, START_ATTEMPTS + 1):
+            if self.proc is not None:  # the last attempt's box and relays go before the next one's
+                server_box.stop(self.proc)
             port = procs.free_port()
             cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
                    else self.runtime.default_start_command(self.installation, self.entry))

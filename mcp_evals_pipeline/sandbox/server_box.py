@@ -313,8 +313,19 @@ _nets: dict[str, _Net] = {}
 
 
 def _net_of(proc: subprocess.Popen[bytes]) -> _Net | None:
-    args = proc.args if isinstance(proc.args, list) else []
+    return _net_of_args(proc.args if isinstance(proc.args, list) else [])
+
+
+def _net_of_args(args: list[str]) -> _Net | None:
     return next((_nets[a] for a in args if isinstance(a, str) and a in _nets), None)
+
+
+def release(args: list[str]) -> None:
+    """Close the network and cgroup of a prefix whose process someone else started and ended (a stdio server,
+    started by its client): `stop` does it for the processes started here."""
+    net = _net_of_args(args)
+    if net is not None:
+        net.close()
 
 
 def endpoint(proc: subprocess.Popen[bytes], port: int) -> int:

@@ -93,6 +93,7 @@ class _Launch:
             self.entry = entry
         self.stack = contextlib.ExitStack()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.stdio_argv: list[str] = []
         self.spawns = 0
         self.port: int | None = None
         try:
@@ -169,6 +170,7 @@ class _Launch:
     def world(self) -> World:
         if self.contract.server.transport == "stdio":
             argv, env, cwd, self.box = self._command(None)
+            self.stdio_argv = argv
             return World(self.service, StdioServer(argv, env, cwd, self.log), self.log, self.box)
         from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
 
@@ -181,6 +183,10 @@ class _Launch:
             from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
 
             server_box.stop(self.proc)
+        if self.stdio_argv:
+            from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+            server_box.release(self.stdio_argv)  # its client ended the process; its box's relays go here
         self.stack.close()
 
 
