@@ -213,3 +213,15 @@ def test_a_graded_server_cannot_fork_past_the_limit(grader_box: str, tmp_path: P
 def test_a_graded_server_cannot_take_memory_past_the_limit(grader_box: str, tmp_path: Path) -> None:
     done = _run_boxed(tmp_path / "run", "memory")
     assert "allocated" not in done.stdout and done.returncode != 0, (done.returncode, done.stdout, done.stderr)
+
+
+def test_the_relayed_ports_are_exactly_those_the_environment_names() -> None:
+    env = {"PORT": "4100", "ORDERS_API_URL": "http://127.0.0.1:4200/s3cret", "OAUTH_ISSUER_URL": "http://localhost:4300",
+           "OAUTH_JWKS_URL": "http://[::1]:4400/jwks", "ELSEWHERE": "https://example.com:4500", "HOME": "/tmp/h"}
+    assert server_box.reached_ports(env, own=4100) == [4200, 4300, 4400]
+
+
+def test_a_bad_limit_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(server_box.MEM_ENV, "lots")
+    with pytest.raises(ValueError, match=server_box.MEM_ENV):
+        server_box.Limits.from_env()

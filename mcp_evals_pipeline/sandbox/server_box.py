@@ -284,8 +284,13 @@ class _Net:
 
     def describe(self) -> str:
         reach = ", ".join(f"127.0.0.1:{p}" for p in self.reach) or "nothing"
-        cg = "cgroup" if self.kind == "docker" or (self.cgroup and self.cgroup.dirs) else "no cgroup"
-        return f"net: relays only (reaches {reach}); {self.limits.describe()} ({cg})"
+        if self.kind == "docker" or (self.cgroup and set(self.cgroup.dirs) == {"memory", "pids"}):
+            limits = f"{self.limits.describe()} (cgroup)"
+        else:  # say what does not hold rather than print a limit nothing enforces
+            held = sorted(self.cgroup.dirs) if self.cgroup else []
+            limits = (f"{self.limits.describe()} (cgroup v1 controllers writable here: {', '.join(held) or 'none'}; "
+                      "the others unlimited)")
+        return f"net: relays only (reaches {reach}); {limits}"
 
     def expose(self) -> int:
         """The host port at which the server's PORT answers (opened once)."""
