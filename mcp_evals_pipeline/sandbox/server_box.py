@@ -31,6 +31,7 @@ an infra failure) from the server's.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
@@ -315,6 +316,14 @@ class _Net:
 
 
 _nets: dict[str, _Net] = {}
+
+
+@atexit.register
+def _close_all() -> None:
+    """A prefix whose process nobody stopped (a crash between prefix and spawn) leaves nothing behind at exit."""
+    for net in list(_nets.values()):
+        with contextlib.suppress(Exception):
+            net.close()
 
 
 def _net_of(proc: subprocess.Popen[bytes]) -> _Net | None:
