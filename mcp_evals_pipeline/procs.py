@@ -102,12 +102,27 @@ def process_tree(pid: int) -> list[psutil.Process]:
         return []
 
 
+_TCP_LISTEN = "0A"
+
+
 def listening_ports(pid: int) -> set[int]:
-    """TCP ports the process and its descendants listen on."""
+    """TCP ports the process and its descendants listen on, in whichever network namespace each is (a boxed
+    server's own): each process's sockets looked up in its own /proc/<pid>/net, which psutil does not do."""
     ports: set[int] = set()
     for proc in process_tree(pid):
-        with contextlib.suppress(psutil.Error):
-            ports.update(c.laddr.port for c in proc.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN)
+        inodes = set()
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{proc.pid}/fd"):
+                with contextlib.suppress(OSError):  # closed meanwhile
+                    link = os.readlink(f"/proc/{proc.pid}/fd/{fd}")
+                    if link.startswith("socket:["):
+                        inodes.add(link[8:-1])
+        for table in ("tcp", "tcp6") if inodes else ():
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{proc.pid}/net/{table}").read_text().splitlines()[1:]:
+                    fields = line.split()
+                    if len(fields) > 9 and fields[3] == _TCP_LISTEN and fields[9] in inodes:
+                        ports.add(int(fields[1].rsplit(":", 1)[1], 16))
     return ports
 
 

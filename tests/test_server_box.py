@@ -85,7 +85,7 @@ def test_the_graded_server_sees_only_its_box(grader_box: str, tmp_path: Path) ->
         assert grade.isolation["start"].startswith("docker container") and "uid=65534" in grade.isolation["start"]
         assert docker_leftovers("mcp-evals-server-") == []  # the server's container went with the grading
     else:
-        assert grade.isolation["start"] == server_box.BOX_DESCRIPTION
+        assert grade.isolation["start"].startswith(server_box.BOX_DESCRIPTION)
     # The snapshot is the agent's work: the server rewrote only the grading's copy.
     assert {p.name: p.read_bytes() for p in workspace.iterdir()} == before
 
@@ -129,6 +129,7 @@ def test_nested_mounts_keep_their_own_mode(tmp_path: Path) -> None:
     (run_dir / "node_modules" / "pkg").mkdir(parents=True)
     cache_dir().joinpath("scratch").mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=cache_dir() / "scratch"))
+    args: list[str] = []
     try:
         args, _ = server_box.prefix(readable=[cache_dir(), run_dir / "node_modules"], writable=[run_dir, scratch],
                                     cwd=run_dir)
@@ -137,6 +138,7 @@ def test_nested_mounts_keep_their_own_mode(tmp_path: Path) -> None:
         done = subprocess.run([*args, "sh", "-c", script.format(scratch=scratch, cache=cache_dir())],
                               capture_output=True, text=True, timeout=30, check=False)
     finally:
+        server_box.release(args)
         shutil.rmtree(scratch, ignore_errors=True)
     assert done.stdout.split() == ["./state=rw", "node_modules/pkg/poison=ro", f"{scratch}/tmp=rw",
                                    f"{cache_dir()}/poison=ro"], done.stderr

@@ -52,7 +52,7 @@ ADA = {"customer": "Ada Lovelace", "items": [{"sku": "WIDGET", "quantity": 2}, {
 
 def test_fake_orders_records_every_request_and_assigns_ids() -> None:
     with start_service("orders") as service:
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", service.base_url)
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/[\w-]{24}", service.base_url)
         status, order = _http(service, "POST", "/orders", ADA)
         assert status == 201
         assert (order["id"], order["total"], order["status"]) == ("ord_1001", 4650, "pending")
@@ -78,7 +78,7 @@ def test_fake_orders_records_every_request_and_assigns_ids() -> None:
     assert recorded[2].describe() == "GET /orders?status=pending&customer=Ada Lovelace -> 200"
     assert recorded[4].describe() == 'POST /orders/ord_1001/cancel {"reason": "customer request"} -> 200'
     assert not service.running
-    assert not procs.can_connect("127.0.0.1", int(service.base_url.rsplit(":", 1)[1]))
+    assert not procs.can_connect("127.0.0.1", int(service.origin.rsplit(":", 1)[1]))
 
 
 def test_each_fake_starts_fresh() -> None:
@@ -94,15 +94,16 @@ def test_each_fake_starts_fresh() -> None:
 def test_fake_speaks_keep_alive_and_chunked_bodies() -> None:
     """Real clients differ: httpx keeps connections open, some stream bodies chunked."""
     with start_service("orders") as service:
-        host, port = service.base_url.removeprefix("http://").split(":")
+        host, port = service.origin.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=5)
         try:
             chunks = iter([b'{"customer": "Ada Lovelace", ', b'"items": [{"sku": "GIZMO", "quantity": 1}]}'])
-            conn.request("POST", "/orders", body=chunks, headers={"Content-Type": "application/json"},
+            conn.request("POST", service.prefix + "/orders", body=chunks,
+                         headers={"Content-Type": "application/json"},
                          encode_chunked=True)
             created = conn.getresponse()
             assert (created.status, json.loads(created.read())["total"]) == (201, 899)
-            conn.request("GET", "/orders/ord_1001")  # the same connection
+            conn.request("GET", service.prefix + "/orders/ord_1001")  # the same connection
             again = conn.getresponse()
             assert (again.status, json.loads(again.read())["id"]) == (200, "ord_1001")
         finally:
@@ -112,9 +113,10 @@ def test_fake_speaks_keep_alive_and_chunked_bodies() -> None:
 
 def test_an_unreadable_request_is_answered_and_recorded() -> None:
     with start_service("orders") as service:
-        host, port = service.base_url.removeprefix("http://").split(":")
+        host, port = service.origin.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=5) as sock:
-            sock.sendall(b"POST /orders HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n")
+            sock.sendall(f"POST {service.prefix}/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n"
+                         .encode())
             # The answer may arrive in pieces under load: read until the server closes or the body is in.
             reply = b""
             while b"request body too large" not in reply and (chunk := sock.recv(4096)):
@@ -347,7 +349,7 @@ def test_a_relay_passes_with_a_fresh_fake_per_grading(tmp_path: Path, started: l
     assert len(started) == 2 and started[0] is not started[1]
     for service in started:  # stopped with its grading
         assert not service.running
-        assert not procs.can_connect("127.0.0.1", int(service.base_url.rsplit(":", 1)[1]))
+        assert not procs.can_connect("127.0.0.1", int(service.origin.rsplit(":", 1)[1]))
     assert [(r.method, r.path) for r in started[1].requests()] == [
         ("POST", "/orders"), ("GET", "/orders/ord_1001"), ("GET", "/orders/ord_4040")]
     assert started[1].requests()[0].body == {"customer": "Ada Lovelace", "items": [{"sku": "WIDGET", "quantity": 2}]}

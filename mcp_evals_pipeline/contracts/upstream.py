@@ -50,7 +50,7 @@ class ExpectedRequest(Covers):
 
 class UpstreamSpec(ContractModel):
     service: str  # which bundled fake to run (a key of mcp_evals_pipeline.upstreams.SERVICES, e.g. "orders")
-    env: str = "UPSTREAM_URL"  # the variable that carries its base URL (http://127.0.0.1:<port>) to the server
+    env: str = "UPSTREAM_URL"  # the variable that carries its base URL (http://127.0.0.1:<port>/<secret>) to the server
     # Checked after the calls; when empty, the server must still have sent the service at least one request.
     expect_requests: list[ExpectedRequest] = Field(default_factory=list)
 

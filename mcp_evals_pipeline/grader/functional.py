@@ -438,6 +438,8 @@ class Grading:
         self.close_boxes()  # nothing a build step started outlives it
         rel = self.entry.relative_to(self.workspace)
         for attempt in range(1, START_ATTEMPTS + 1):
+            if self.proc is not None:  # the last attempt's box and relays go before the next one's
+                server_box.stop(self.proc)
             port = procs.free_port()
             cmd = (self._command(self.contract.start_command, port) if self.contract.start_command
                    else self.runtime.default_start_command(self.installation, self.entry))
@@ -446,7 +448,7 @@ class Grading:
             box, self.box = server_box.prefix(
                 readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
                 writable=[self._run_dir(), self.scratch / "home", self.scratch / "tmp"], ro_binds=inst.ro_binds,
-                cwd=self._run_dir(), env_names=env)
+                cwd=self._run_dir(), env=env)
             self.work.isolation["start"] = self.box
             cmd = [*box, *cmd]
             try:
@@ -454,7 +456,8 @@ class Grading:
             except OSError as exc:
                 raise StepFailed(f"could not launch {' '.join(cmd)}: {exc}") from exc
             if await self._until_listening(port, rel, last_attempt=attempt == START_ATTEMPTS):
-                self.url = f"http://127.0.0.1:{port}/mcp" if self._listens_v4(port) else f"http://[::1]:{port}/mcp"
+                at = server_box.endpoint(self.proc, port)  # a box's relay on the host, or the port itself
+                self.url = f"http://127.0.0.1:{at}/mcp" if self._listens_v4(at) else f"http://[::1]:{at}/mcp"
                 return f"entry {rel}, port {port} (PORT env respected); server boxed in {self.box}"
         raise AssertionError("unreachable: the last attempt raises")
 

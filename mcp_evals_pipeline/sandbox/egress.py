@@ -24,10 +24,12 @@ PROXY_PORT = 3128
 DEFAULT_ALLOW = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "registry.yarnpkg.com")
 ALLOWED_PORTS = {80, 443}
 
-# Runs inside the box: 127.0.0.1:PORT -> the host proxy's unix socket. Standard library only.
+# Runs inside the box (standard library only), relaying each listed pair: `PORT PATH` listens on the box's loopback
+# (127.0.0.1, and ::1 where the box has it) and relays each connection to the unix socket PATH (a host endpoint);
+# `PATH PORT` listens on the unix socket PATH and relays to the box's own loopback PORT (a server in the box,
+# reached from the host). Prints "forwarding" once every listener is bound.
 FORWARDER = r"""
 import socket, sys, threading
-port, path = int(sys.argv[1]), sys.argv[2]
 def pipe(a, b):
     try:
         while data := a.recv(65536):
@@ -38,20 +40,41 @@ def pipe(a, b):
         for s in (a, b):
             try: s.shutdown(socket.SHUT_RDWR)
             except OSError: pass
-def serve(client):
-    upstream = socket.socket(socket.AF_UNIX)
+def dial(target):
+    if isinstance(target, str):
+        s = socket.socket(socket.AF_UNIX); s.connect(target); return s
     try:
-        upstream.connect(path)
+        return socket.create_connection(("127.0.0.1", target))
+    except OSError:
+        return socket.create_connection(("::1", target))
+def serve(client, target):
+    try:
+        upstream = dial(target)
     except OSError:
         client.close(); return
     threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
     pipe(upstream, client)
-srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", port)); srv.listen(64)
+def accept(srv, target):
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve, args=(conn, target), daemon=True).start()
+args = sys.argv[1:]
+for listen, target in zip(args[::2], args[1::2]):
+    if listen.isdigit():
+        servers = []
+        for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+            try:
+                srv = socket.socket(family); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                srv.bind((host, int(listen))); srv.listen(64); servers.append(srv)
+            except OSError:
+                if family == socket.AF_INET: raise
+    else:
+        srv = socket.socket(socket.AF_UNIX); srv.bind(listen); srv.listen(64); servers = [srv]
+        target = int(target)
+    for srv in servers:
+        threading.Thread(target=accept, args=(srv, target), daemon=True).start()
 print("forwarding", flush=True)
-while True:
-    conn, _ = srv.accept()
-    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+threading.Event().wait()
 """
 
 
@@ -121,11 +144,15 @@ class _UnixSocketServer:
     thread_name = "sandbox-socket"
 
     def __init__(self, socket_path: Path):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(socket_path))
+        os.chmod(socket_path, 0o666)  # the sandbox uid connects to it
+        self._listen(server, socket_path)
+
+    def _listen(self, server: socket.socket, socket_path: Path | None) -> None:
         self.socket_path = socket_path
         self.log: list[str] = []
-        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._server.bind(str(socket_path))
-        os.chmod(socket_path, 0o666)  # the sandbox uid connects to it
+        self._server = server
         self._server.listen(64)
         self._closed = False
         self._conns: set[socket.socket] = set()
@@ -164,8 +191,9 @@ class _UnixSocketServer:
         for conn in list(self._conns):
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            self.socket_path.unlink()
+        if self.socket_path is not None:
+            with contextlib.suppress(OSError):
+                self.socket_path.unlink()
 
 
 class EgressProxy(_UnixSocketServer):
@@ -257,6 +285,35 @@ class PortRelay(_UnixSocketServer):
             upstream = socket.create_connection(self.target, timeout=15)
             upstream.settimeout(None)
             self.log.append(f"RELAY {self.target[0]}:{self.target[1]}")
+            self._splice(client, upstream)
+        except OSError:
+            pass
+        finally:
+            self._release(client, upstream)
+
+
+class LoopbackRelay(_UnixSocketServer):
+    """The other way round: a TCP listener on the host's 127.0.0.1 relaying every connection to a unix socket a
+    box serves (FORWARDER's `PATH PORT`), so the host reaches one port of a box that has no route to the host.
+    Binds `port` when it is free, else any free port (`port` says which)."""
+
+    thread_name = "sandbox-inbound"
+
+    def __init__(self, target: Path, port: int = 0):
+        self.target_path = target
+        server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            server.bind(("127.0.0.1", port))
+        except OSError:
+            server.bind(("127.0.0.1", 0))
+        self.port: int = server.getsockname()[1]
+        self._listen(server, None)
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream: socket.socket | None = None
+        try:
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect(str(self.target_path))
             self._splice(client, upstream)
         except OSError:
             pass

@@ -5,6 +5,10 @@ The grader runs one per grading (nothing is shared between gradings, so ids and 
 checks afterwards that the server under test really called it: a server that makes its answers up locally can
 return plausible results, but it leaves no requests behind.
 
+Each fake answers only requests under its own secret path prefix (`base_url` = http://127.0.0.1:PORT/<secret>, the
+URL the server under test is given): any other request gets 403 and is not recorded, so no other process on the
+host (another trial's server, an agent) can read or write this trial's world, nor put a request in its record.
+
 Stdlib only (ThreadingHTTPServer): the fake must start in milliseconds, bind its own free port (no race with a
 port picked and released earlier), and work whichever HTTP client the server under test uses.
 """
@@ -12,7 +16,9 @@ port picked and released earlier), and work whichever HTTP client the server und
 from __future__ import annotations
 
 import copy
+import hmac
 import json
+import secrets
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -78,7 +84,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         split = urlsplit(self.path)
-        request = RecordedRequest(method=self.command, path=split.path,
+        path = self.server.service.inside(split.path)
+        if path is None:  # not this trial's caller: refused before anything is read or recorded
+            self._reply(403, {"error": "this fake answers only its own trial's requests"}, close=True)
+            return
+        request = RecordedRequest(method=self.command, path=path,
                                   query=parse_qs(split.query, keep_blank_values=True), at=time.time())
         try:
             raw = self._read_body()
@@ -148,12 +158,21 @@ class FakeService:
         self.api = api
         self._lock = threading.Lock()
         self._recorded: list[RecordedRequest] = []
+        self.prefix = "/" + secrets.token_urlsafe(18)  # the trial's secret: only the server under test is told it
         self._httpd = _Server(self)
         host, port = self._httpd.server_address[:2]
-        self.base_url = f"http://{host}:{port}"
+        self.origin = f"http://{host}:{port}"
+        self.base_url = self.origin + self.prefix
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": POLL_INTERVAL_S},
                                         name=f"fake-upstream-{api.name}", daemon=True)
         self._thread.start()
+
+    def inside(self, path: str) -> str | None:
+        """The path below the secret prefix (what the API and the record see), or None without the prefix."""
+        head, sep, rest = path[1:].partition("/")
+        if not hmac.compare_digest(("/" + head).encode(), self.prefix.encode()):
+            return None
+        return "/" + rest if sep else "/"
 
     def dispatch(self, request: RecordedRequest) -> Reply:
         # One lock around handling and recording: the record's order is the order the state changed in.

@@ -5,8 +5,8 @@ grader uses (grader/runtimes.py: an install box with the registry and nothing el
 node_modules sets cached per day like the graded workspaces'), from a declaration written here (requirements.txt
 `name==version`, or package.json with the exact version), and the server runs in the graded servers' box
 (sandbox/server_box.py: its runtime read-only, its run directory, HOME and TMPDIR writable, uid nobody, a sanitized
-environment with no key of the harness). Like a graded server it shares the host's network, so that the world's
-fake and the proxy reach it on the loopback: point its API base URL at `{world}` in `server.env`.
+environment with no key of the harness). Like a graded server it has a network namespace of its own, relayed to
+the host-loopback URLs of its environment only: point its API base URL at `{world}` in `server.env`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Installed:
                                          **{k: fill(v) for k, v in extra_env.items()}})
         box, description = server_box.prefix(
             readable=server_box.runtime_roots(inst.interpreter, inst.path_prefix, inst.runtime_roots),
-            writable=[self.work.copy, home, tmp], ro_binds=inst.ro_binds, cwd=self.work.copy, env_names=env)
+            writable=[self.work.copy, home, tmp], ro_binds=inst.ro_binds, cwd=self.work.copy, env=env)
         return [*box, *map(fill, self.server.command)], env, self.work.copy, description
 
 

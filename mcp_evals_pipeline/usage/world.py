@@ -93,6 +93,7 @@ class _Launch:
             self.entry = entry
         self.stack = contextlib.ExitStack()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.stdio_argv: list[str] = []
         self.spawns = 0
         self.port: int | None = None
         try:
@@ -133,6 +134,10 @@ class _Launch:
                 "our own server: the harness's Python, unboxed")
 
     def _spawn(self) -> None:
+        if self.proc is not None:  # an earlier attempt's box and relays go before the next one's
+            from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+            server_box.stop(self.proc)
         self.spawns += 1
         self.port = procs.free_port()
         argv, env, cwd, self.box = self._command(self.port)
@@ -165,14 +170,23 @@ class _Launch:
     def world(self) -> World:
         if self.contract.server.transport == "stdio":
             argv, env, cwd, self.box = self._command(None)
+            self.stdio_argv = argv
             return World(self.service, StdioServer(argv, env, cwd, self.log), self.log, self.box)
-        return World(self.service, f"http://127.0.0.1:{self.port}/mcp", self.log, self.box)
+        from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+        assert self.proc is not None
+        at = server_box.endpoint(self.proc, self.port)  # a boxed server answers through its relay on the host
+        return World(self.service, f"http://127.0.0.1:{at}/mcp", self.log, self.box)
 
     def stop(self) -> None:
         if self.proc is not None:
             from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
 
             server_box.stop(self.proc)
+        if self.stdio_argv:
+            from mcp_evals_pipeline.sandbox import server_box  # lazily: the sandbox package imports docker
+
+            server_box.release(self.stdio_argv)  # its client ended the process; its box's relays go here
         self.stack.close()
 
 
