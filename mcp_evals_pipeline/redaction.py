@@ -58,10 +58,11 @@ def _pattern(secrets: dict[str, str]) -> tuple[re.Pattern[bytes], dict[bytes, by
     return re.compile(b"|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))), values
 
 
-def _redact_stream(src: BinaryIO, dst: BinaryIO, pattern: re.Pattern[bytes], values: dict[bytes, bytes]) -> int:
-    """Copy src to dst with every secret replaced; returns how many were. Chunked, so a multi-GB file or one huge
-    line never sits in memory: the last (longest secret - 1) bytes of a chunk wait for the next one unless a match
-    starting before them has already consumed them (a match that starts earlier is whole in the buffer)."""
+def _redact_stream(src: BinaryIO, dst: BinaryIO | None, pattern: re.Pattern[bytes], values: dict[bytes, bytes]) -> int:
+    """Copy src to dst with every secret replaced; returns how many were (dst None: only count them, stopping at
+    the first). Chunked, so a multi-GB file or one huge line never sits in memory: the last (longest secret - 1)
+    bytes of a chunk wait for the next one unless a match starting before them has already consumed them (a match
+    that starts earlier is whole in the buffer)."""
     keep = max(len(v) for v in values) - 1
     pending = b""
     found = 0
@@ -73,12 +74,15 @@ def _redact_stream(src: BinaryIO, dst: BinaryIO, pattern: re.Pattern[bytes], val
         for match in pattern.finditer(data):
             if match.start() >= boundary:
                 break
+            if dst is None:
+                return 1
             out += [data[pos:match.start()], values[match.group()]]
             pos = match.end()
             found += 1
         cut = max(boundary, pos)
         out.append(data[pos:cut])
-        dst.write(b"".join(out))
+        if dst is not None:
+            dst.write(b"".join(out))
         pending = data[cut:]
         if not chunk:
             return found
@@ -99,8 +103,9 @@ def redact_file(path: Path, secrets: dict[str, str] | None = None) -> int:
         return 0
     with os.fdopen(fd, "rb") as src:
         st = os.fstat(src.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            return 0
+        if not stat.S_ISREG(st.st_mode) or not _redact_stream(src, None, *compiled):
+            return 0  # read once; only a file that holds a secret is written again
+        src.seek(0)
         # mkstemp creates exclusively: a name planted beside the file (a symlink out) is never written through.
         out_fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".redacting", dir=path.parent)
         tmp = Path(tmp_name)
