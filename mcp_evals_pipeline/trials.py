@@ -30,7 +30,7 @@ from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.redaction import redact_file, redact_tree, secret_values
 from mcp_evals_pipeline.sandbox import require_isolation
-from mcp_evals_pipeline.sandbox.choice import NoBox, choose_backend, open_agent_box
+from mcp_evals_pipeline.sandbox.choice import NoBox, choose_backend, open_agent_box, relay_loopback_env
 from mcp_evals_pipeline.sdk_registry import latest_version
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import Task, get_task
@@ -213,6 +213,11 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
             brief = phase.brief
             trial_dir.condition_brief.write_text(brief.strip() + "\n", encoding="utf-8")
         sandbox = open_agent_box(box, workspace, extra_env=phase.env or None)
+        try:
+            relay_loopback_env(sandbox, phase.env)
+        except BaseException:
+            sandbox.close()
+            raise
     except Exception as exc:
         services.close()
         # A service of the kind names its own reason (a usage task's server that did not come up: infra.server).

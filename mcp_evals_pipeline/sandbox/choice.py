@@ -16,9 +16,11 @@ agents' key proxy); never the host's loopback, where the Dagster webserver and o
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from mcp_evals_pipeline.sandbox.base import Sandbox, SandboxError
 
@@ -29,6 +31,7 @@ NAMES = ("hardened", "docker", "local")
 # An agent box's network unless NET_ENV is set: registries via the egress proxy, relayed endpoints, nothing else.
 DEFAULT_NET = "proxy"
 UNBOXED = "UNBOXED (local, asked for by name)"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class NoBox(SandboxError):
@@ -107,3 +110,14 @@ def open_agent_box(choice: BoxChoice, workspace: Path, extra_env: dict[str, str]
     how = {ENV: f"{ENV}=local", "asked": "--sandbox local"}.get(choice.source, choice.source)
     box.isolation = f"{UNBOXED} via {how}: {box.isolation}"
     return box
+
+
+def relay_loopback_env(box: Sandbox, env: dict[str, str]) -> None:
+    """What the agent phase's variables point at on the host's loopback (an OAuth task's live IdP), reachable at the
+    same URL in the box: each such port relayed (`allow_endpoint`), nothing else of the host's loopback. A box
+    without a network by choice (MCP_EVALS_SANDBOX_NET=none) keeps none: the agent works without them."""
+    for value in env.values():
+        parts = urlsplit(value)
+        if parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK and parts.port:
+            with contextlib.suppress(SandboxError):
+                box.allow_endpoint(value)
