@@ -365,6 +365,7 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     from dagster import DagsterExecutionInterruptedError
 
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
+    from mcp_evals_pipeline.sandbox.choice import box_unavailable, choose_backend
     from mcp_evals_pipeline.sandbox.preflight import preflight
 
     if variants:
@@ -372,6 +373,13 @@ def eval_cmd(agent: str, conditions: tuple[str, ...], variants: tuple[str, ...],
     no_box = preflight()  # before the instance or any file is created: a fresh machine's first command
     if no_box:
         err.print(f"[red]error:[/] {no_box}")
+        sys.exit(2)
+    try:  # the agents' box too (run_batch asks again, for callers other than this command)
+        no_agent_box = box_unavailable(choose_backend(agent, sandbox))
+    except SandboxError as exc:
+        no_agent_box = str(exc)
+    if no_agent_box:
+        err.print(f"[red]error:[/] {no_agent_box}")
         sys.exit(2)
     request = BatchRequest(
         agent=agent, conditions=list(conditions + variants), trials=trials,

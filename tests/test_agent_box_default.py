@@ -204,3 +204,27 @@ def test_eval_prints_and_records_local_by_name(tmp_path: Path, tmp_path_factory:
     trial = json.loads(next((tmp_path / "results" / "runs").glob("unboxed--replay--*/trials/*/trial.json"))
                        .read_text())
     assert trial["sandbox"] == "local" and trial["isolation"].startswith(f"{UNBOXED} via --sandbox local")
+
+
+def test_eval_refuses_before_any_work_when_the_agents_box_cannot_be_made(tmp_path: Path,
+                                                                         tmp_path_factory: pytest.TempPathFactory
+                                                                         ) -> None:
+    """Grading boxed in containers, but no bubblewrap for the agents' default box: `eval` stops at once with one
+    line naming it, before the instance or any file exists (not a batch of infra.sandbox trials)."""
+    from .test_docker_config import _engine_skip_reason
+
+    if not _SUPPORT.bwrap:
+        pytest.skip("the negative needs bubblewrap installed (CI installs it)")
+    if (reason := _engine_skip_reason()) is not None:
+        pytest.skip(reason)
+    env = cli_env(tmp_path, tmp_path_factory.getbasetemp() / "pycache")
+    env.pop("MCP_EVALS_SANDBOX", None)
+    env.update({"MCP_EVALS_GRADER_BOX": "docker", "PATH": _path_without(tmp_path, "bwrap")})
+    done = subprocess.run([sys.executable, "-m", "mcp_evals_pipeline.cli", "eval", "--agent", "openai", "--task",
+                           TASK, "--no-verify", "--skip-judge"], cwd=REPO, env={**env, "OPENAI_API_KEY": "sk-x"},
+                          capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 2, done
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "hardened sandbox for agent openai is not available" in lines[0], done.stderr
+    assert "bubblewrap is not installed" in lines[0] and "MCP_EVALS_SANDBOX=docker" in lines[0], lines
+    assert not (tmp_path / "dh").exists() and not (tmp_path / "results").exists()
