@@ -124,7 +124,8 @@ def redact_file(path: Path, secrets: dict[str, str] | None = None) -> int:
 
 def redact_tree(root: Path, secrets: dict[str, str] | None = None, skip: tuple[str, ...] = ()) -> dict[str, int]:
     """Redact every regular file under root (symlinked directories are not entered; top-level entries named in
-    `skip` are left out). Returns {relative path: secrets replaced} for the files that held any."""
+    `skip` are left out). Returns {relative path: secrets replaced} for the files that held any (-1: a file that
+    could not be rewritten, removed instead)."""
     secrets = secret_values() if secrets is None else secrets
     changed: dict[str, int] = {}
     if not secrets or not root.is_dir():
@@ -138,8 +139,10 @@ def redact_tree(root: Path, secrets: dict[str, str] | None = None, skip: tuple[s
             path = here / name
             try:
                 found = redact_file(path, secrets)
-            except OSError:
-                continue  # a file the harness cannot rewrite (e.g. a full disk): left as it is, like any I/O error
+            except OSError:  # it holds a secret but cannot be rewritten (a full disk): removed, never kept as is
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                found = -1
             if found:
                 changed[path.relative_to(root).as_posix()] = found
     return changed
