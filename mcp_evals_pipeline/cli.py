@@ -334,7 +334,8 @@ def preflight_cmd() -> None:
 @click.option("--batch-id", help="Group id of the batch (default: the batch date).")
 @click.option("--no-verify", is_flag=True, help="Skip verify-tasks before spending on agents.")
 @click.option("--sandbox", type=click.Choice(["local", "hardened", "docker"]),
-              help="Sandbox backend (default MCP_EVALS_SANDBOX, else local).")
+              help="The agents' box (default MCP_EVALS_SANDBOX, else hardened); local runs them UNBOXED, "
+                   "printed and recorded on every trial.")
 @click.option("--require-isolation", type=click.Choice(["hardened"]),
               help="Refuse to run unless the host provides this isolation.")
 @click.option("--parallel", type=click.IntRange(1, 32), default=1, show_default=True,

@@ -40,7 +40,8 @@ from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
-from mcp_evals_pipeline.sandbox import require_isolation
+from mcp_evals_pipeline.sandbox import SandboxError, require_isolation
+from mcp_evals_pipeline.sandbox.choice import box_unavailable, choose_backend
 from mcp_evals_pipeline.sandbox.preflight import preflight
 from mcp_evals_pipeline.tasks.catalog import Task, Tier, discover_tasks, get_task, in_tier
 from mcp_evals_pipeline.trial_options import TrialOptions
@@ -163,6 +164,9 @@ def check_request(request: BatchRequest) -> CheckedBatch:
     entry.runner().check_credentials(model)
     if request.require_isolation:
         require_isolation(request.require_isolation)  # refuse before any verify or agent spend
+    box = choose_backend(request.agent, request.sandbox)
+    if (no_agent_box := box_unavailable(box)) is not None:
+        raise SandboxError(no_agent_box)  # every trial would end infra.sandbox: refused before any spend
     batch_date = request.batch_date or batch_date_partitions.get_last_partition_key()
     if batch_date is None or not batch_date_partitions.has_partition_key(batch_date):
         raise ValueError(f"{batch_date!r} is not a batch date ({BATCH_DAYS} from {FIRST_BATCH})")
@@ -202,6 +206,8 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
 
     config = request.trial_options()
     tags = tags_for(request, batch_date)
+    # on every run: which box the agents get, and loudly when it is none
+    echo(choose_backend(request.agent, request.sandbox).describe())
     failed = 0
     skipped = 0
     if request.resume:

@@ -34,7 +34,9 @@ class TrialOptions(AgentOptions):
     agent: str = Field(default="replay", description="The agent runner, by its name in agents/registry.py")
     batch_id: str | None = Field(default=None, description="Group id of the batch (default: the batch date)")
     skip_judge: bool = Field(default=True, description="Write no judge memo (unscored; needs OPENAI_API_KEY)")
-    sandbox: str | None = Field(default=None, description="local | hardened | docker (default MCP_EVALS_SANDBOX)")
+    sandbox: str | None = Field(default=None,
+                                description="The agent's box: hardened | docker | local (local only by name, recorded "
+                                            "as UNBOXED; default MCP_EVALS_SANDBOX, else hardened: sandbox/choice.py)")
     require_isolation: str | None = Field(default=None, description="Refuse unless the host provides: hardened")
 
     def trial_options(self) -> dict[str, Any]:

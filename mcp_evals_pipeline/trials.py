@@ -28,12 +28,14 @@ from mcp_evals_pipeline.grader.source import detect_sdk_path
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
-from mcp_evals_pipeline.sandbox import open_sandbox, require_isolation
+from mcp_evals_pipeline.redaction import redact_file, redact_tree, secret_values
+from mcp_evals_pipeline.sandbox import require_isolation
+from mcp_evals_pipeline.sandbox.choice import NoBox, choose_backend, open_agent_box, relay_loopback_env
 from mcp_evals_pipeline.sdk_registry import latest_version
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import Task, get_task
 from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites, suite_of
-from mcp_evals_pipeline.trial_dir import MEMO_FILE, TRANSCRIPT_FILE, TrialDir
+from mcp_evals_pipeline.trial_dir import MEMO_FILE, PREVIOUS_DIR, TRANSCRIPT_FILE, TrialDir
 from mcp_evals_pipeline.trial_options import AgentOptions, TrialOptions
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
@@ -166,6 +168,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     condition = Condition.parse(spec.condition)
     runner = get_runner(spec.agent)
     runner.check_credentials(spec.model)  # fail fast, naming the variable, before any sandbox exists
+    box = choose_backend(spec.agent, spec.sandbox)  # SandboxError for a name that is not a backend
     if spec.require_isolation:
         require_isolation(spec.require_isolation)  # SandboxError naming what the host lacks, before any work
 
@@ -184,7 +187,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     result: AgentResult | None = None
     grade: TrialGrade
     error: str | None = None
-    sandbox_name: str | None = None
+    sandbox_name: str | None = box.backend  # recorded even when the box cannot be made
     isolation: str | None = None
     env_written: list[str] = []
     brief = ""
@@ -209,13 +212,19 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
             prompt += phase.brief
             brief = phase.brief
             trial_dir.condition_brief.write_text(brief.strip() + "\n", encoding="utf-8")
-        sandbox = open_sandbox(workspace, backend=spec.sandbox, extra_env=phase.env or None)
+        sandbox = open_agent_box(box, workspace, extra_env=phase.env or None)
+        try:
+            relay_loopback_env(sandbox, phase.env)
+        except BaseException:
+            sandbox.close()
+            raise
     except Exception as exc:
         services.close()
         # A service of the kind names its own reason (a usage task's server that did not come up: infra.server).
         code = getattr(exc, "infra_code", Infra.SANDBOX)
         error = f"{'sandbox ' if code == Infra.SANDBOX else ''}preparation failed: {type(exc).__name__}: {exc}"
-        grade = infra(code, error, permanent=isinstance(exc, PERMANENT_PREPARATION_ERRORS))
+        # No box on this host: closed, not retried (the host is the same on the next attempt), never run unboxed.
+        grade = infra(code, error, permanent=isinstance(exc, (*PERMANENT_PREPARATION_ERRORS, NoBox)))
     else:
         sandbox_name, isolation = sandbox.backend, sandbox.isolation
         transcript = TranscriptWriter(transcript_path)
@@ -257,6 +266,10 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
     trial_dir.release_reserve()  # room for the record files even on a disk that filled up
     if grade.server_output:
         trial_dir.server_log.write_text(grade.server_output)
+    # Every file of the attempt (transcript, workspace snapshot, logs) as every record is: no secret of the harness
+    # survives in it, whatever the agent read or wrote. Before the memo: the judge reads the transcript.
+    secrets = secret_values()
+    redact_tree(trial_dir.path, secrets, skip=(PREVIOUS_DIR,))
     suite_name, registry_latest = suite_facts(task.id, task.prompt_hash)
     record = TrialRecord(
         task=task.id, kind=task.kind, condition=spec.condition, trial=spec.trial, prompt_hash=task.prompt_hash,
@@ -272,6 +285,7 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         memo_path=trial_dir.rel(MEMO_FILE), timestamp=timestamp,
     )
     _write_memo(record, trial_dir, skip=spec.skip_judge)
+    redact_file(trial_dir.memo, secrets)  # the judge may quote what it was given
     trial_dir.trial_file.write_text(record.model_dump_json(indent=2))
     _index(store, record, trial_dir)
     return record
@@ -315,6 +329,7 @@ def _record_died_attempt(spec: TrialSpec, task: Task, run_id: str, trial_dir: Tr
         timestamp=dt.datetime.fromtimestamp(died_at, dt.UTC).isoformat(timespec="milliseconds").replace(
             "+00:00", "Z"),
     )
+    redact_tree(trial_dir.path, skip=(PREVIOUS_DIR,))  # what the died attempt left, as any attempt's files
     _write_memo(record, trial_dir, skip=True)
     trial_dir.trial_file.write_text(record.model_dump_json(indent=2))
 

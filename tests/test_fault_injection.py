@@ -207,20 +207,30 @@ def test_a_trial_process_killed_mid_run_is_recorded_infra_agent_and_its_retry_la
     # The store already holds another row, which the killed trial must not damage.
     run_trial(spec(trial=2, options={"session": str(TASKS / TASK / "sessions" / "pass-1.jsonl")}), store=db,
               results_root=runs)
-    # The agent's own shell command SIGKILLs the process running the trial (its parent), mid-session.
+    # The process running the trial is SIGKILLed (OOM, a lost host) mid-session, while the agent's command runs:
+    # from outside, since the agent's box keeps the harness out of its reach.
     killer = session(tmp_path / "killer.jsonl", [
         *golden_actions(),
-        {"type": "tool", "tool": "shell", "args": {"command": "kill -KILL $PPID", "timeout_s": 30}},
+        {"type": "tool", "tool": "shell", "args": {"command": "touch harness-dies-now && sleep 300", "timeout_s": 400}},
         {"type": "assistant", "text": "never reached"},
     ])
     (tmp_path / "tmp").mkdir()  # a killed harness cannot remove its sandbox scratch: keep it in the test's tmp
-    done = subprocess.run([sys.executable, "-c", KILLED_CHILD, str(db.path), str(runs), str(killer)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
-    assert done.returncode == -signal.SIGKILL, done.stderr
+    trial_dir = runs / run_id_for(DATE, "replay", "default") / "trials" / trial_key(TASK, "noskill+blank", 1)
+    child = subprocess.Popen([sys.executable, "-c", KILLED_CHILD, str(db.path), str(runs), str(killer)], cwd=REPO,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+    try:
+        marker = trial_dir / "workspace" / "harness-dies-now"
+        deadline = time.monotonic() + 120
+        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), child.communicate(timeout=30)
+        child.kill()
+    finally:
+        _out, stderr = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGKILL, stderr
     # The kernel killed the agent's command with the harness (PDEATHSIG): nothing keeps running in the workspace.
     assert not gone_within(lambda: running_under(runs))
-    trial_dir = runs / run_id_for(DATE, "replay", "default") / "trials" / trial_key(TASK, "noskill+blank", 1)
     assert (trial_dir / "transcript.jsonl").exists() and not (trial_dir / "trial.json").exists()
     assert [r["slot"].split("|")[1] for r in rows(db)] == [trial_key(TASK, "noskill+blank", 2)]  # intact
     # The retry (what the Dagster asset does for a failed step, or a re-materialization) first records the died
@@ -229,7 +239,7 @@ def test_a_trial_process_killed_mid_run_is_recorded_infra_agent_and_its_retry_la
                        results_root=runs)
     assert record.valid and record.grade.contract_pass and record.attempt == 2
     died = trial_dir / "previous" / "attempt-1"
-    assert "kill -KILL $PPID" in (died / "transcript.jsonl").read_text()
+    assert "harness-dies-now" in (died / "transcript.jsonl").read_text()
     assert (died / "workspace" / "server.py").exists()
     current = assert_nothing_lost(db, runs, tmp_path)
     assert [(r["slot"].split("|")[1], r["attempt"], r["is_current"], r["invalid_reason"], r["contract_pass"])

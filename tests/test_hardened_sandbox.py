@@ -39,10 +39,12 @@ def _cgroup_dirs(sandbox: HardenedSandbox) -> list[Path]:
 @needs_host
 def test_the_backend_is_registered_and_describes_its_isolation(workspace: Path) -> None:
     assert BACKENDS["hardened"] is HardenedSandbox
-    with open_sandbox(workspace, backend="hardened") as sandbox:
+    with open_sandbox(workspace, backend="hardened") as sandbox:  # an agent's box: net=proxy unless told
         assert sandbox.backend == "hardened"
-        for part in ("bwrap", "pidns", "caps-dropped", "cgroup(mem=2G,pids=512)", "net=none"):
+        for part in ("bwrap", "pidns", "caps-dropped", "cgroup(mem=2G,pids=512)", "net=proxy"):
             assert part in sandbox.isolation
+    with HardenedSandbox(workspace) as sandbox:  # the backend's own default
+        assert "net=none" in sandbox.isolation
     assert require_isolation("hardened") is not None
     assert require_isolation("local") is None
 

@@ -120,8 +120,8 @@ def test_agent_env_keys_reach_only_the_agent_phase(env: tuple[TrialStore, Path],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The values of a task's agentEnvKeys reach the agent phase (the files it is told to source) and nothing after
     it: not the graded server's environment nor its working directory, not server.log, not the workspace snapshot,
-    not the record. The transcript is the session's verbatim record: what the agent's own commands print is kept
-    as printed (here it echoes the value), but the harness never writes a value there itself (the prompt names the
+    not the record. What the agent's own commands print (here it echoes the value) is kept in the transcript
+    redacted, as every file of the trial is; the harness never writes a value there itself (the prompt names the
     variables only)."""
     store, runs = env
     tasks = tmp_path / "tasks"
@@ -144,13 +144,13 @@ def test_agent_env_keys_reach_only_the_agent_phase(env: tuple[TrialStore, Path],
     trial_dir = runs / record.run_id / "trials" / record.trial_name
     assert record.grade.contract_pass, record.grade.first_failure
 
-    # The agent had the value, and printed it: the transcript keeps that output, and only that.
+    # The agent had the value, and printed it: the transcript keeps that output, redacted.
     events = read_transcript(trial_dir / "transcript.jsonl")
     echoed = [e for e in events if e.type == "tool_result" and "seen=" in (e.text or "")]
-    assert len(echoed) == 1 and f"seen={SECRET}" in (echoed[0].text or "")
+    assert len(echoed) == 1 and "seen=[redacted:ACME_TOKEN]" in (echoed[0].text or "")
     prompt = next(e.text or "" for e in events if e.type == "user")
     assert "ACME_TOKEN" in prompt and ".mcp-evals-env.sh" in prompt and "UNSET_KEY" not in prompt
-    assert not [e for e in events if e is not echoed[0] and SECRET in e.model_dump_json()]
+    assert not [e for e in events if SECRET in e.model_dump_json()]
 
     # The graded server ran without it: not in its environment, no agent env file beside it.
     server_log = (trial_dir / "server.log").read_text()
@@ -160,8 +160,8 @@ def test_agent_env_keys_reach_only_the_agent_phase(env: tuple[TrialStore, Path],
     assert ".env" not in dump["files"] and ".mcp-evals-env.sh" not in dump["files"]
     assert "ACME_TOKEN" not in server_log and SECRET not in server_log  # nor redacted: never there
 
-    # Nothing the trial keeps holds it but the agent's own output in the transcript.
+    # Nothing the trial keeps holds it.
     assert not [name for name in (".env", ".mcp-evals-env.sh") if (trial_dir / "workspace" / name).exists()]
-    kept = [p for p in trial_dir.rglob("*") if p.is_file() and p.name != "transcript.jsonl"]
+    kept = [p for p in trial_dir.rglob("*") if p.is_file()]
     assert {"trial.json", "memo.md", "server.log", "server.py"} <= {p.name for p in kept}
     assert [p for p in kept if SECRET.encode() in p.read_bytes()] == []

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from mcp_evals_pipeline.sandbox.base import CommandResult, PathEscape, Sandbox, SandboxError
+from mcp_evals_pipeline.sandbox.choice import BoxChoice, choose_backend, open_agent_box
 from mcp_evals_pipeline.sandbox.docker_backend import DockerSandbox
 from mcp_evals_pipeline.sandbox.hardened import HardenedSandbox, require_isolation
 from mcp_evals_pipeline.sandbox.local import LocalSandbox
@@ -13,12 +13,12 @@ from mcp_evals_pipeline.sandbox.local import LocalSandbox
 BACKENDS: dict[str, type[Sandbox]] = {"local": LocalSandbox, "hardened": HardenedSandbox, "docker": DockerSandbox}
 
 
-def open_sandbox(workspace: Path, backend: str | None = None, extra_env: dict[str, str] | None = None) -> Sandbox:
-    """`MCP_EVALS_SANDBOX` selects the backend (default local)."""
-    name = backend or os.environ.get("MCP_EVALS_SANDBOX", "local")
-    if name not in BACKENDS:
-        raise SandboxError(f"unknown sandbox backend {name!r} (have: {', '.join(BACKENDS)})")
-    return BACKENDS[name](workspace, extra_env=extra_env)  # type: ignore[call-arg]
+def open_sandbox(workspace: Path, backend: str | None = None, extra_env: dict[str, str] | None = None,
+                 agent: str = "agent") -> Sandbox:
+    """An agent's box as sandbox/choice.py chooses it: `backend` if asked, else MCP_EVALS_SANDBOX, else hardened;
+    SandboxError when it cannot be made (never a fallback to local)."""
+    return open_agent_box(choose_backend(agent, backend), workspace, extra_env)
 
 
-__all__ = ["BACKENDS", "CommandResult", "PathEscape", "Sandbox", "SandboxError", "open_sandbox", "require_isolation"]
+__all__ = ["BACKENDS", "BoxChoice", "CommandResult", "PathEscape", "Sandbox", "SandboxError", "choose_backend",
+           "open_agent_box", "open_sandbox", "require_isolation"]

@@ -1,4 +1,4 @@
-"""The sandbox seam: where an agent works. `local` now; hardened (bubblewrap) and docker backends plug in here.
+"""The sandbox seam: where an agent works: hardened (bubblewrap), docker or local, as sandbox/choice.py chooses.
 
 A sandbox owns one workspace directory and runs commands in it for the agent's tools. Every path a tool names is
 resolved inside the workspace; every process it starts is killed when the sandbox closes.

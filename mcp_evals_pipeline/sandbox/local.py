@@ -1,6 +1,7 @@
 """The `local` backend: a fresh directory, a sanitized environment, a process group killed on every path and a
 wall-clock limit per command. No filesystem or network isolation: point it only at agents you trust (the
-hardened and docker backends are for the rest)."""
+hardened and docker backends are for the rest). Never a default: only asked for by name (sandbox/choice.py), and
+then recorded as UNBOXED."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agent_entry, agents_help
 from mcp_evals_pipeline.defs.partitions import trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.sandbox.choice import choose_backend
 from mcp_evals_pipeline.store import slot_of
 from mcp_evals_pipeline.trial_options import TrialOptions
 from mcp_evals_pipeline.trials import RecordNotIndexed, TrialSpec, parse_trial_key, reindex_recorded, run_trial
@@ -80,6 +81,8 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
             context.log.info(f"{trial_name}: attempt {record.attempt} re-indexed from its trial.json "
                              "(no new agent run)")
         else:
+            box = choose_backend(spec.agent, spec.sandbox)  # what run_trial will open: said on every run
+            (context.log.warning if box.unboxed else context.log.info)(box.describe())
             record = run_trial(spec, store=store, results_root=results_root)
     except RecordNotIndexed as exc:
         # The attempt is on disk; only its row is missing. The retry indexes it from the files.
@@ -115,4 +118,5 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
         "sdk_path": record.grade.sdk_path,
         "duration_ms": record.perf.duration_ms or 0,
         "grader_version": record.grader_version or "",
+        "isolation": record.isolation or f"{record.sandbox or '?'}: no box was made",
     })
