@@ -128,3 +128,19 @@ def test_the_duplicate_code_check_fails_on_a_copied_block(tmp_path: Path) -> Non
                                                            "    return total\n" for name in ("first", "second")}})
     copied = subprocess.run([*pylint, "pkg"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert copied.returncode != 0 and "R0801" in copied.stdout and "Similar lines in 2 files" in copied.stdout
+
+
+def test_the_security_page_names_only_files_and_settings_that_exist() -> None:
+    """docs/security.md promises a test beside every property: each file it names exists, and each setting it names
+    is read by the package (a renamed variable would leave the page promising a switch that does nothing)."""
+    page = (REPO / "docs" / "security.md").read_text()
+    files = set(re.findall(r"`((?:tests|scripts|sandbox|grader|agents|upstreams|reporting)/[\w/.]+\.(?:py|sh))", page))
+    files |= set(re.findall(r"`(redaction\.py)`", page))
+    assert len(files) >= 12, files
+    where = (REPO, REPO / PACKAGE)
+    missing = sorted(f for f in files if not any((root / f).is_file() for root in where))
+    assert missing == [], missing
+    settings = set(re.findall(r"\b(MCP_EVALS_[A-Z_]+)\b", page))
+    source = "\n".join(p.read_text() for p in (REPO / PACKAGE).rglob("*.py"))
+    unread = sorted(s for s in settings if s not in source)
+    assert len(settings) >= 5 and unread == [], unread
