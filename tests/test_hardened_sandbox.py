@@ -229,3 +229,20 @@ def test_net_proxy_allows_only_the_listed_hosts(workspace: Path, monkeypatch: py
     assert f"ALLOW GET {host}:{port}" in log and f"ALLOW CONNECT {host}:{port}" in log, log
     assert f"DENY GET {host}:{other.port}" in log and "DENY CONNECT example.com:443" in log, log
     assert [p.rsplit("/", 1)[-1] for p in allowed.paths] == ["plain", "tunnel"] and other.paths == []
+
+
+@needs_host
+def test_a_deep_tmpdir_still_gets_a_box_with_sockets(workspace: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The egress proxy's unix socket must fit sockaddr_un (108 bytes): under a deep TMPDIR (a CI's, a test's) every
+    box with a socket failed to start ("AF_UNIX path too long", so every trial was infra.sandbox)."""
+    import tempfile
+
+    deep = tmp_path / ("d" * 60) / ("e" * 20)
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    assert len(tempfile.gettempdir()) > 80
+    with HardenedSandbox(workspace, net="proxy") as sb:
+        done = sb.run("echo boxed", timeout_s=30)
+        assert done.exit_code == 0 and "boxed" in done.output

@@ -47,7 +47,7 @@ from typing import Any
 
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError, chown_tree, tool_dirs
-from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay, proxy_env
+from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay, proxy_env, socket_parent
 
 OUTPUT_LIMIT = 30_000
 LABEL = "mcp-evals.sandbox"
@@ -252,7 +252,7 @@ class DockerSandbox(Sandbox):
         self._client = client
         self._container: Any = None
         self._network: Any = None
-        self._io = Path(tempfile.mkdtemp(prefix="sandbox-docker-io-"))
+        self._io = Path(tempfile.mkdtemp(prefix="sandbox-docker-io-", dir=socket_parent()))
         # Runners' private directories (private_dir()): mounted read-write at the same path.
         self._private_root = Path(tempfile.mkdtemp(prefix="sandbox-docker-private-"))
         self._private_root.chmod(0o711)

@@ -17,10 +17,22 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import tempfile
 import threading
 from pathlib import Path
 
 PROXY_PORT = 3128
+# A unix socket's path must fit sockaddr_un's 108 bytes: directories that will hold our sockets (a prefix of ~30
+# characters, then names like relay-65535.sock) go under TMPDIR only when its path leaves that much room, else under
+# /tmp. A deep TMPDIR (a CI's or a test's) made every box with a socket fail to start: "AF_UNIX path too long".
+SOCKET_ROOM = 64
+
+
+def socket_parent() -> str:
+    tmp = tempfile.gettempdir()
+    return tmp if len(tmp) <= 107 - SOCKET_ROOM else "/tmp"
+
+
 DEFAULT_ALLOW = ("pypi.org", "files.pythonhosted.org", "registry.npmjs.org", "registry.yarnpkg.com")
 ALLOWED_PORTS = {80, 443}
 

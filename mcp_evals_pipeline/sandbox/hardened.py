@@ -56,7 +56,7 @@ import psutil
 
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.sandbox.base import CommandResult, Sandbox, SandboxError, chown_tree, tool_dirs
-from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay, proxy_env
+from mcp_evals_pipeline.sandbox.egress import FORWARDER, PROXY_PORT, EgressProxy, PortRelay, proxy_env, socket_parent
 
 OUTPUT_LIMIT = 30_000
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -341,7 +341,7 @@ class HardenedSandbox(Sandbox):
         self._closed = False
         st = self.workspace.stat()
         self._owner = (st.st_uid, st.st_gid)
-        self._scratch = Path(tempfile.mkdtemp(prefix="sandbox-hardened-"))  # logs, outside the box
+        self._scratch = Path(tempfile.mkdtemp(prefix="sandbox-hardened-", dir=socket_parent()))  # logs, sockets
         # Inside the box: HOME and TMPDIR on the private tmpfs.
         self._env = procs.sanitized_env(home=Path("/tmp/home"), tmp=Path("/tmp"), extra=extra_env)
         try:

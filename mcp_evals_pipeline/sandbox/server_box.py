@@ -53,7 +53,7 @@ import psutil
 from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.grader.boxes import SWITCH_ENV, UNBOXED, box_kind, refuse, unboxed_allowed
 from mcp_evals_pipeline.sandbox.base import chown_tree
-from mcp_evals_pipeline.sandbox.egress import FORWARDER, LoopbackRelay, PortRelay
+from mcp_evals_pipeline.sandbox.egress import FORWARDER, LoopbackRelay, PortRelay, socket_parent
 from mcp_evals_pipeline.sandbox.hardened import NOBODY, SYSTEM_DIRS, _Cgroup, _human, _mount_args, _parse_size, detect
 
 BOX_DESCRIPTION = (f"bwrap: ro system dirs and runtime; rw run dir, HOME and TMPDIR; pid/ipc/uts ns; own net ns "
@@ -215,7 +215,7 @@ class _Net:
 
     def __init__(self, kind: str, port: int | None, reach: list[int], limits: Limits):
         self.kind, self.port, self.reach, self.limits = kind, port, reach, limits
-        self.dir = Path(tempfile.mkdtemp(prefix="mcp-evals-server-net-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="mcp-evals-server-net-", dir=socket_parent()))
         self.relays: list[PortRelay] = []
         self.inbound: LoopbackRelay | None = None
         self.cgroup: _Cgroup | None = None
