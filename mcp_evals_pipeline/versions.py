@@ -21,4 +21,9 @@ know that a comparison crosses a version boundary."""
 # its trial's fakes and the IdP only through relays; it has memory, pids and disk limits; an install or build step
 # is infra only on the harness's own evidence (never on what agent code printed, nor on a timeout while agent code
 # ran: that is contract.install); a workspace over the size cap is contract.install.
-GRADER_VERSION = "2.5.0"
+# 2.6.0: the marker, round 3 (issue 24): every refusal of an OAuth server is checked for its resource metadata and
+# tokens of other and empty scopes must work; results are checked on every call of a tool where a form applies; the
+# usage marker matches answers as whole words (an opposite answer fails), checks the order of writes a request
+# implies, and voids only a would-be pass when planted text was never seen; TypeScript without a tsconfig.json is
+# checked under stated defaults that accept top-level await and Node's globals.
+GRADER_VERSION = "2.6.0"
