@@ -142,15 +142,19 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
               + (f" (and {repeats} regradings: golden and alternates {repeat} times)" if repeat > 1 else "")
               + f", {workers} at a time")
     done = 0
+    graded: dict[tuple[str, str, str], int] = {}
 
-    def progress(result: VerifyResult, rerun: bool = False) -> None:
+    def progress(result: VerifyResult) -> None:
         nonlocal done
         done += 1
-        err.print(_progress_line(done, total + repeats, result, rerun))
+        key = (result.task_id, result.solution.kind, result.solution.name)
+        graded[key] = graded.get(key, 0) + 1
+        err.print(_progress_line(done, total + repeats, result, again=graded[key] > 1))
 
-    results = anyio.run(lambda: verify_tasks(tasks, workers=workers, on_result=progress))
-    regraded = anyio.run(lambda: verify_tasks(again, workers=workers, on_result=lambda r: progress(r, True)))
-    flaky = find_flaky([*results, *regraded])
+    # One pool for the first run and the repeats (queued after it): no worker idles between runs.
+    every = anyio.run(lambda: verify_tasks([*tasks, *again], workers=workers, on_result=progress))
+    results = every[:total]  # the first run, in task order; the repeats follow, in the same order
+    flaky = find_flaky(every)
     if not quick:  # a whole proof holds for `eval`'s gate until the task, grader or harness changes
         from mcp_evals_pipeline.verify import proof_key, remember_proof
 

@@ -232,17 +232,15 @@ def test_repeat_names_a_flaky_golden_and_not_a_stable_alternate(tmp_path: Path,
     done = _verify("--task", task_id, "--repeat", "3", "--workers", "3", "--json", tasks_dir=root)
     report = json.loads(done.stdout)
     assert done.returncode == 1 and report["ok"] is False, done.stderr[-3000:]
-    # The first run graded every solution as declared; only the repeats show the flake.
-    assert [(r["solution"], r["got"], r["ok"]) for r in report["results"]] == [
-        ("golden", "pass", True), ("stable", "pass", True), ("wrong-sum", "contract.calls", True)]
     assert len(list((tmp_path / "starts").iterdir())) == 3  # the golden's server started once per run
+    # The runs share one pool: which of the golden's gradings got the second start is not fixed, so neither is the
+    # order of its outcomes; the stable copy and the negative (graded once) are as declared.
+    assert [(r["solution"], r["ok"]) for r in report["results"][1:]] == [("stable", True), ("wrong-sum", True)]
     [flaky] = report["flaky"]
     outcomes = flaky.pop("outcomes")
     assert report["repeat"] == 3 and flaky == {"task": task_id, "kind": "golden", "solution": "golden"}
-    # The first run was the first start; the two repeats ran side by side, in either order.
-    assert outcomes[0] == "pass" and sorted(outcomes[1:]) == ["contract.calls at call:add:1", "pass"]
-    assert (f"FLAKY {task_id} golden:golden changed between runs: {', '.join(outcomes)}" in done.stderr)
-    assert "stable changed" not in done.stderr and "3/3 solutions graded as declared; 1 flaky over 3 runs" \
-        in done.stderr
-    assert len(re.findall(r"\] ok   \S+ \S+ expected pass, got pass \(\S+\) again", done.stderr)) == 3
+    assert sorted(outcomes) == ["contract.calls at call:add:1", "pass", "pass"]
+    assert f"FLAKY {task_id} golden:golden changed between runs: {', '.join(outcomes)}" in done.stderr
+    assert "stable changed" not in done.stderr and "; 1 flaky over 3 runs" in done.stderr
+    assert len(re.findall(r"\(\S+s\) again", done.stderr)) == 4  # golden and stable, twice more each
     assert not still_proven(load_task(task), proof_key(load_task(task)))
