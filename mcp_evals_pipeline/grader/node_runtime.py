@@ -14,8 +14,10 @@ install costs nothing), and unpinned ranges are re-resolved daily. A manifest th
 the copy in the install box, every time.
 
 Toolchain. node, npm, tsc and tsx are pinned (mcp_evals_pipeline/node_toolchain.py) and installed on first use;
-the workspace's own TypeScript typechecks when it declares one. Over a shared set the typecheck runs on a
-long-lived compiler (tsc_workers.py), the one-shot tsc being the fallback.
+the workspace's own TypeScript typechecks when it declares one (with the grader's defaults, DEFAULT_COMPILER_OPTIONS,
+when it has no tsconfig.json: only a TypeScript >= 5.0 understands them, so an older one leaves them to the
+grader's). Over a shared set the typecheck runs on a long-lived compiler (tsc_workers.py), the one-shot tsc being
+the fallback and the only one for TypeScript >= 7 (native, without the JavaScript API a worker keeps).
 """
 
 from __future__ import annotations
