@@ -1,11 +1,12 @@
 """The typecheck defaults (node_runtime.DEFAULT_COMPILER_OPTIONS): a workspace without tsconfig.json that the
 prompts invite (top-level await, `process.env.PORT`, an npm package's import, no @types/node declared) typechecks
 whatever TypeScript checks it: the grader's pinned one, or the workspace's own `typescript@latest` (7 and later:
-a native compiler whose own defaults differ: strict, `types: []`, side-effect imports checked). A type error still
-fails at contract.typecheck under each.
+a native compiler whose own defaults differ: strict, `types: []`, side-effect imports checked), or the grader's
+again when the workspace declares one too old for the defaults. A type error still fails at contract.typecheck
+under each.
 
-Two small dependency sets (zod, and zod + typescript@latest), each installed once a day into the grader's cache
-(~5 s cold); the typechecks take ~1 s each after that.
+Three small dependency sets (zod, with typescript@latest, with typescript 4.9), each installed once a day into the
+grader's cache (~5 s cold); the typechecks take ~1 s each after that.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ def _manifest(typescript: str | None) -> dict[str, str]:
     return {"package.json": json.dumps(manifest)}
 
 
-@pytest.mark.parametrize("typescript", [None, "latest"])
+# None: the grader's pinned TypeScript; "~4.9.5": the workspace's own, too old for the defaults (Bundler
+# resolution): the grader's checks them instead.
+@pytest.mark.parametrize("typescript", [None, "latest", "~4.9.5"])
 def test_an_invited_workspace_without_tsconfig_typechecks_and_a_type_error_fails(tmp_path: Path,
                                                                                   typescript: str | None) -> None:
     invited = write_tree(tmp_path / "invited", {**_manifest(typescript), **INVITED})
@@ -61,6 +64,8 @@ def test_an_invited_workspace_without_tsconfig_typechecks_and_a_type_error_fails
         assert (version is None) == (typescript is None)
         if typescript == "latest":
             assert int(version.split(".")[0]) >= 7, version  # type: ignore[union-attr]
+        if typescript == "~4.9.5":
+            assert version and version.startswith("4.9.")
         assert RUNTIME.typecheck(work, installation) == []
         assert "net=none" in work.isolation["typecheck"]
         if typescript == "latest":  # native: no JavaScript API for a long-lived worker, the one-shot tsc checks
