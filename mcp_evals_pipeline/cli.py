@@ -109,8 +109,8 @@ def _selection(task_ids: tuple[str, ...], suites: tuple[str, ...]) -> list[str]:
 @click.option("--workers", type=click.IntRange(1, 32), default=lambda: min(4, (os.cpu_count() or 2) + 1),
               show_default="cores + 1, at most 4", help="Solutions graded at once.")
 @click.option("--repeat", type=click.IntRange(1, 20), default=1, show_default=True,
-              help="Grade every golden and alternate (usage: oracle) this many times; name each whose verdict or "
-                   "first failing check changed between runs (flaky).")
+              help="Grade every golden and alternate (usage: passing sessions) this many times; name each whose "
+                   "verdict or first failing check changed between runs (flaky).")
 def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: bool, as_json: bool,
                      workers: int, repeat: int) -> None:
     """Goldens and alternates must pass; every negative must fail at its declared failureCode."""

@@ -1,10 +1,10 @@
 """verify-tasks --repeat N: the solutions that must pass, graded N times, and every one whose outcome changed.
 
 A golden that passes on one run and fails on the next moves a trend without any agent changing: found here, by
-grading each golden and alternate (and each usage oracle) N times, it is named before a batch relies on it. An
-outcome is the verdict and, when it fails, the first failing check: a solution failing at another check on another
-run is flaky too. Every run is a fresh grading (verify-tasks never reads the proofs `eval`'s gate keeps); a task
-with a flaky solution is never remembered as proven.
+grading each golden and alternate (a usage task's oracle and other passing sessions) N times, it is named before a
+batch relies on it. An outcome is the verdict and, when it fails, the first failing check: a solution failing at
+another check on another run is flaky too. Every run is a fresh grading (verify-tasks never reads the proofs
+`eval`'s gate keeps); a task with a flaky solution is never remembered as proven.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mcp_evals_pipeline.verify import VerifyResult
 
 
 def must_pass(tasks: list[Task]) -> list[Task]:
-    """The tasks with only their solutions that must pass (golden, alternates, a usage task's oracle)."""
+    """The tasks with only their solutions that must pass (golden, alternates; a usage task's passing sessions)."""
     return [dataclasses.replace(task, solutions=tuple(s for s in task.solutions if s.expected_failure_code is None))
             for task in tasks]
 
