@@ -139,7 +139,7 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
     total = sum(len(t.solutions) for t in tasks)
     repeats = sum(len(t.solutions) for t in again)
     err.print(f"verify-tasks: {len(tasks)} task(s), {total} solution(s)"
-              + (f" (and {repeats} regradings: golden and alternates {repeat} times)" if repeat > 1 else "")
+              + (f" (and {repeats} regradings: what must pass, {repeat} runs in all)" if repeat > 1 else "")
               + f", {workers} at a time")
     done = 0
     graded: dict[tuple[str, str, str], int] = {}
