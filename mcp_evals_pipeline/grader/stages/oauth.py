@@ -15,7 +15,8 @@ a server that kept the agent phase's issuer, port or keys fails here. Right afte
                              (discovery, dynamic registration, authorization code + PKCE) and its retried
                              initialize is accepted; the handshake and every later client send that token
     oauth:any-scope          (contracts requiring no scope) the flow's token re-minted with another scope and with
-                             an empty one: each opens a session and lists the tools
+                             an empty one: each opens a session and lists the tools, and the contract's first call
+                             as the signed-in user, replayed on it, succeeds wherever it does with the flow's token
 
 "The same refusal" is the form the prompts state for every refusal path they list: 401 and a Bearer
 `WWW-Authenticate` whose `resource_metadata` names the server's protected resource metadata (the document of
