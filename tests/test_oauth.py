@@ -384,7 +384,12 @@ def test_every_refusal_path_must_carry_the_challenge_not_only_the_first(tmp_path
                '        return jwt.decode(token, options={"verify_signature": False})["exp"] < time.time()\n'
                "    except (jwt.PyJWTError, KeyError):\n        return False\n\n\n")
     bare = ('            if claims is None and expired(auth[7:].strip()):\n'
-            '                return await send_json(send, 401, {"error": "token_expired"})\n')
+            '                return await send_json(send, 401, {"error": "token_expired"})\n'
+            # a malformed token's challenge names the same document by another host: that is still the metadata
+            '            if claims is None and auth[:7].lower() == "bearer " and auth.count(".") != 2:\n'
+            '                alias = METADATA_URL.replace("127.0.0.1", "localhost")\n'
+            '                return await send_json(send, 401, {"error": "invalid_token"}, [(b"www-authenticate", '
+            'f\'Bearer resource_metadata="{alias}"\'.encode())])\n')
     anchor = "            if claims is None:\n"
     patched = (source.replace(anchor, bare + anchor, 1).replace("import json\n", "import json\nimport time\n", 1)
                .replace("class BearerGate:", expired + "class BearerGate:", 1))
@@ -398,8 +403,10 @@ def test_every_refusal_path_must_carry_the_challenge_not_only_the_first(tmp_path
     passed = [c.id for c in grade.checks if c.passed]
     assert passed[-5:] == ["oauth:missing-token", "oauth:resource-metadata", "oauth:bad-signature",
                            "oauth:malformed-token", "oauth:unsigned-token"]
-    assert all("resource_metadata=http://127.0.0.1:" in (c.detail or "") for c in grade.checks
-               if c.id in passed[-3:])
+    details = {c.id: c.detail or "" for c in grade.checks}
+    assert "resource_metadata=http://localhost:" in details["oauth:malformed-token"]
+    assert all("resource_metadata=http://127.0.0.1:" in details[c] for c in ("oauth:bad-signature",
+                                                                             "oauth:unsigned-token"))
 
 
 def test_a_server_requiring_the_scope_every_sign_in_gets_fails_at_any_scope(tmp_path: Path) -> None:
