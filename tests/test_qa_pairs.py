@@ -259,10 +259,13 @@ def test_export_refuses_a_case_with_writes_and_a_pattern_answer() -> None:
     with pytest.raises(QaExportError, match=refused):
         export_qa([TASKS / "usage-qa-01", TASKS / "usage-ops-v3-01-restart-by-id"])
     # A hand-written read-only case with a literal answer is a QA pair; one whose answer is a pattern is not.
-    (pair,) = export_qa([TASKS / SERVER_FROM]).pairs
-    assert pair.answer == "shard 3" and pair.question.startswith("Why is search degraded")
+    (pair,) = export_qa([TASKS / "usage-ops-v2-13-config-for-ticket"]).pairs
+    assert pair.answer == "INVOICE_BATCH_SIZE" and pair.question.startswith("I'm filing an incident ticket")
     with pytest.raises(QaExportError, match="usage-ops-v3-03-missing-target: its answer is a pattern"):
         export_qa([TASKS / "usage-ops-v3-03-missing-target"])
+    # A literal answer with refutations (answerRefutedBy): a QA pair would drop the replies it must refuse.
+    with pytest.raises(QaExportError, match="usage-ops-v3-10-longest-timeout: its answer has answerRefutedBy"):
+        export_qa([TASKS / "usage-ops-v3-10-longest-timeout"])
 
 
 def test_the_cli_round_trip_and_its_two_server_shapes(tmp_path: Path) -> None:
