@@ -259,6 +259,9 @@ class UsageSession(ContractModel):
     why: str = Field(min_length=1)
     calls: list[UsageCall]
     reply: str
+    # Written in a blind round: by an author who read only the user's request and the server's tools (what an agent
+    # sees), never the case's contract or the marker; its declared outcome is that author's reading.
+    blind: bool = False
 
     @model_validator(mode="after")
     def _code_of_outcome(self) -> UsageSession:
