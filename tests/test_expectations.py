@@ -108,6 +108,13 @@ TEXT_SUM = exp(type="text-equals", value="5", **{"in": "text", "ifPresent": True
         (exp(type="text-equals", value="5", **{"in": "text"}), [], {"result": 5}, False),
         (exp(type="equals", value=5, path="result", **{"in": "text"}), ['{"result": 5}'], {"result": 6}, True),
         (exp(type="equals", value=5, path="result", **{"in": "text"}), ['{"result": 6}'], {"result": 5}, False),
+        # parts-agree: "if both, they hold the same object"
+        (exp(type="parts-agree"), ['{"id": 1, "status": "open"}'], {"status": "open", "id": 1}, True),
+        (exp(type="parts-agree"), ['{"id": 1}'], None, True),  # one part only
+        (exp(type="parts-agree"), [], {"id": 1}, True),
+        (exp(type="parts-agree"), ['{"id": 2}'], {"id": 1}, False),
+        (exp(type="parts-agree"), ['{"id": true}'], {"id": 1}, False),  # == would take true for 1
+        (exp(type="parts-agree"), ["Created ticket 1"], {"id": 1}, False),
     ],
 )
 def test_expectation_on_one_part_of_a_result(expectation: Expectation, texts: list[str], structured: object,
@@ -129,6 +136,7 @@ def test_expectation_on_one_part_of_a_result(expectation: Expectation, texts: li
     {"type": "one-of", "path": "a", "value": "open"},
     {"type": "contains", "value": "x", "ifPresent": True},  # ifPresent needs `in`
     {"type": "contains", "value": "x", "key": "id"},
+    {"type": "parts-agree", "path": "id"},
 ])
 def test_malformed_expectations_are_refused(bad: dict) -> None:
     with pytest.raises(ValueError):

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 ExpectationType = Literal["contains", "not-contains", "number-equals", "equals", "one-of", "json-type", "text-equals",
-                          "sorted", "length-equals"]
+                          "sorted", "length-equals", "parts-agree"]
 # Where an expectation looks: "any" (the default) the structured content first, else the text; "structured" or
 # "text" only that one, so a rule the prompt states about one form of the result is not met by the other form.
 ResultPart = Literal["any", "structured", "text"]
@@ -36,12 +36,14 @@ _TYPE_SPELLINGS: dict[str, ExpectationType] = {
     "textEquals": "text-equals",
     "text_equals": "text-equals",
     "sorted": "sorted",
+    "parts-agree": "parts-agree",
+    "partsAgree": "parts-agree",
     "length-equals": "length-equals",
     "lengthEquals": "length-equals",
     "length_equals": "length-equals",
 }
 # Types whose value is optional: `sorted` needs none, `length-equals` may take it from `valuePath` instead.
-_VALUELESS: tuple[str, ...] = ("sorted", "length-equals")
+_VALUELESS: tuple[str, ...] = ("sorted", "length-equals", "parts-agree")
 
 # The kinds of gap a lenient or careless implementation leaves and that a contract must probe wherever they apply
 # (tests/test_requirement_coverage.py): a requirement names the kinds it covers, a negative the kind it commits.
@@ -80,7 +82,8 @@ class Expectation(ContractModel):
     `text-equals`: the whole text, surrounding whitespace trimmed, is exactly `value` (case-sensitive unless
     `caseSensitive` is false): "the sum and nothing else". `sorted`: the array at `path` is ordered by `key` of its
     items (the items themselves without one), `order` ascending or descending, ties allowed. `length-equals`: the
-    array at `path` has `value` items, or as many as the JSON integer at `valuePath` says.
+    array at `path` has `value` items, or as many as the JSON integer at `valuePath` says. `parts-agree`: a result
+    with both text and structured content holds the same JSON value in both ("if both, they hold the same object").
     `in` picks the part of the result looked at ("structured" / "text"; default "any"); with `ifPresent` a result
     without that part passes, so "structured content, if any, is X" is one expectation.
     """
@@ -127,6 +130,10 @@ class Expectation(ContractModel):
             if self.type == "length-equals" and self.value is not None and (
                     isinstance(self.value, bool) or not isinstance(self.value, int) or self.value < 0):
                 raise ValueError("length-equals value must be a non-negative integer")
+        elif self.type == "parts-agree":
+            if self.model_fields_set & {"value", "path", "source"}:
+                raise ValueError("parts-agree compares the whole text with the whole structured content: no value, "
+                                 "path or in")
         elif self.type == "text-equals":
             if not isinstance(self.value, str):
                 raise ValueError("text-equals needs a string value")

@@ -117,6 +117,8 @@ def expectation_failure(exp: Expectation, text: str, structured: Any = None, *, 
     """None when the expectation holds, else why not. `text` is what a client sees (tool_result_text),
     `structured` the structured content, `text_part` the text content alone (None: the result has none)."""
     part = text if text_part is _SAME else text_part
+    if exp.type == "parts-agree":
+        return _disagreement(part, structured)
     if exp.source == "structured":
         if structured is None:
             return None if exp.if_present else "no structured content"
@@ -129,6 +131,30 @@ def expectation_failure(exp: Expectation, text: str, structured: Any = None, *, 
         within = ""
     why = _each_failure(exp, text, structured)
     return why + within if why else None
+
+
+def _disagreement(text: str | None, structured: Any) -> str | None:
+    """With both parts present: is the text the JSON of the structured content?"""
+    if text is None or structured is None:
+        return None
+    parsed = _json_or_missing(text)
+    if parsed is _MISSING:
+        return f"the text {clip(json.dumps(text), 80)} is not JSON, but the result has structured content too"
+    if parsed == structured and _same_types(parsed, structured):
+        return None
+    return (f"the text holds {clip(json.dumps(parsed), 100)}, the structured content "
+            f"{clip(json.dumps(structured), 100)}")
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    """== ignores JSON types (1 == 1.0 == True): the two parts must agree on them too."""
+    if json_type_of(a) != json_type_of(b):
+        return False
+    if isinstance(a, dict):
+        return all(_same_types(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return all(_same_types(x, y) for x, y in zip(a, b, strict=True))
+    return True
 
 
 def _each_failure(exp: Expectation, text: str, structured: Any) -> str | None:
