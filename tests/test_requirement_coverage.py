@@ -76,7 +76,7 @@ def implied_kinds(contract: TaskContract) -> set[str]:
 # Suite build tasks that do not satisfy the later-exchange rule yet: known debt, named so the list can only shrink
 # (a task on it that satisfies the rule fails the test until it is taken off; a task off it must satisfy it). A
 # task leaves the list by a new version whose contract checks each property at every exchange where it applies and
-# whose negatives break each one at a later exchange (docs/task-authoring.md, "The rule").
+# whose negatives break each one at a later exchange (docs/task-authoring.md, "The rule, proven").
 LATER_EXCHANGE_DEBT: frozenset[str] = frozenset({
     "py-v4-01-basic-tool-server", "py-v4-02-stateful-ticket-queue", "py-v4-03-docs-lookup-server",
     "py-v4-06-project-board-composition", "py-v4-07-debug-inventory-server", "py-v4-08-openapi-order-service",
