@@ -6,7 +6,7 @@ import mcp_types as types
 import pytest
 
 from mcp_evals_pipeline.contracts.task import Expectation
-from mcp_evals_pipeline.grader.expectations import expectation_failure, text_content, tool_result_text
+from mcp_evals_pipeline.grader.expectations import describe, expectation_failure, text_content, tool_result_text
 
 
 def exp(**kw) -> Expectation:
@@ -154,6 +154,12 @@ def test_failure_messages_say_what_was_found() -> None:
         "expected 3 items at path 't' (the 'n' it states), found 1")
     assert expectation_failure(STRUCTURED_ID, "", {"id": "1"}) == (
         "expected a JSON integer at path 'id', found string in the structured content")
+
+
+def test_a_check_describes_its_expectation_as_written() -> None:
+    assert describe(exp(type="equals", path="owner", value=None)) == '{"type":"equals","path":"owner","value":null}'
+    assert describe(exp(type="sorted", path="t", key="id", **{"in": "structured"})) == (
+        '{"type":"sorted","path":"t","in":"structured","key":"id"}')
 
 
 def test_result_text_prefers_text_content_then_structured() -> None:

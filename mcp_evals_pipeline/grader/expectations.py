@@ -312,7 +312,10 @@ def declared_type_ok(declared: set[str], wanted: str) -> bool:
 
 
 def describe(exp: Expectation) -> str:
-    return json.dumps(exp.model_dump(by_alias=True, exclude_defaults=True), separators=(",", ":"))
+    shown = exp.model_dump(by_alias=True, exclude_defaults=True)
+    if "value" in exp.model_fields_set:  # `"value": null` is a value (equals null), not a default to leave out
+        shown["value"] = exp.value
+    return json.dumps(shown, separators=(",", ":"))
 
 
 def clip(text: str, limit: int = 200) -> str:
