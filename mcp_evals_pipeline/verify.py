@@ -66,7 +66,8 @@ class VerifyResult:
             return False  # refused whatever the grade says: an infra grade must never count as a negative's fail
         if self.solution.expected_failure_code is None:
             return self.grade.contract_pass
-        return self.grade.failure_code == self.solution.expected_failure_code and self.requirement_error is None
+        return (self.grade.failure_code == self.solution.expected_failure_code and self.requirement_error is None
+                and self.breaks_at_error is None)
 
     @property
     def requirement_error(self) -> str | None:
@@ -78,6 +79,17 @@ class VerifyResult:
             return None
         named = ", ".join(first.requirements) or "no requirement"
         return f"violates {wanted!r} but first failed at {first.id}, which checks {named}"
+
+    @property
+    def breaks_at_error(self) -> str | None:
+        """A negative that declares where it breaks (`breaksAt`) must first fail at exactly that check: failing
+        earlier means the later exchange it was written for is never reached, failing later that it is not
+        checked there."""
+        wanted = self.solution.breaks_at
+        first = self.grade.first_failure
+        if wanted is None or first is None or first.id == wanted:
+            return None
+        return f"breaks at {wanted} but first failed at {first.id}: {first.detail}"
 
     @property
     def expected(self) -> str:
@@ -97,6 +109,8 @@ class VerifyResult:
             return self.grade.error.splitlines()[0]
         if self.grade.failure_code == self.solution.expected_failure_code and self.requirement_error:
             return self.requirement_error
+        if self.grade.failure_code == self.solution.expected_failure_code and self.breaks_at_error:
+            return self.breaks_at_error
         first = self.grade.first_failure
         return f"{first.id}: {first.detail}" if first else None
 

@@ -317,6 +317,59 @@ def test_a_stale_read_fails_at_calls(tmp_path: Path) -> None:
     assert "does not contain 'value=0'" in grade.first_failure.detail
 
 
+STACK_SERVER = '''
+import os
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("stack")
+items: list[int] = []
+
+@mcp.tool()
+def push(n: int) -> dict:
+    items.append(n)
+    return {"n": str(n) if n == 7 else n}  # 7 comes back as a string: a form broken at that call only
+
+@mcp.tool()
+def listing() -> dict:
+    return {"count": len(items), "items": list(items)}  # in push order: sorted only while pushes ascend
+
+mcp.run("streamable-http", host="127.0.0.1", port=int(os.environ["PORT"]), streamable_http_path="/mcp")
+'''
+
+
+def _stack_contract(pushes: list[object]) -> TaskContract:
+    return contract_of({
+        "title": "stack", "entryCandidates": ["server.py"],
+        "expectedTools": [{"name": "push", "forms": [
+            {"when": "ok", "expect": [{"type": "json-type", "path": "n", "value": "integer"}]},
+            {"when": "error", "expect": [{"type": "not-contains", "value": "Traceback"}]}]}, {"name": "listing"}],
+        "invariants": [{"after": ["push"], "call": {"tool": "listing"},
+                        "expect": [{"type": "sorted", "path": "items"},
+                                   {"type": "length-equals", "path": "items", "valuePath": "count"}]}],
+        "calls": [{"tool": "push", "args": {"n": n}, "isError": not isinstance(n, int)} for n in pushes],
+    })
+
+
+@pytest.mark.parametrize(("pushes", "breaks_at", "why"), [
+    ([1, 2, 7], "form:push:4:1", "expected a JSON integer at path 'n', found string"),
+    ([1, 3, 2], "invariant:1:after:call:push:4", "not in ascending order at path 'items': 2 comes after 3"),
+])
+def test_forms_and_invariants_hold_at_every_exchange(tmp_path: Path, pushes: list[int], breaks_at: str,
+                                                     why: str) -> None:
+    """Forms are checked on every result of their tool (those of the outcome they name), invariants after every
+    call of the tools they follow (an error call too), each a check of its own: the first failure names the
+    exchange that broke the rule, the ones before it passed."""
+    contract = _stack_contract(["x", *pushes])
+    grade = grade_workspace_sync(contract, write_tree(tmp_path, {**REQS, "server.py": STACK_SERVER}))
+    assert grade.failure_code == "contract.calls"
+    ran = [c.id for c in grade.checks if c.stage == "calls" and c.detail != "blocked by calls"]
+    assert ran[:8] == ["call:push:1", "form:push:1:2", "invariant:1:after:call:push:1",  # no ok-form on the error
+                       "call:push:2", "form:push:2:1", "invariant:1:after:call:push:2",  # no error-form on an ok
+                       "call:push:3", "form:push:3:1"]
+    assert ran[-1] == breaks_at == grade.first_failure.id
+    assert why in grade.first_failure.detail
+
+
 def test_a_call_that_times_out_fails_and_the_session_is_torn_down(tmp_path: Path, own_scratch: list[Path]) -> None:
     contract = {**COUNTER_CONTRACT, "calls": [{"tool": "hang", "args": {"seconds": 60}, "timeoutSeconds": 1}],
                 "postCallResourceReads": []}

@@ -26,7 +26,7 @@ from .conftest import TASKS, write_tree
 from .support.processes import running_under
 
 TOOL_TASK = TASKS / "v4-01-basic-tool-server"
-QUEUE_TASK = TASKS / "v4-02-stateful-ticket-queue"
+QUEUE_TASK = TASKS / "v5-02-stateful-ticket-queue"
 LEGACY_TASKS = Path(__file__).resolve().parent / "fixtures" / "legacy_tasks"
 RUNTIME = runtime_for("node")
 NO_DEPENDENCIES = {"package.json": '{"name": "fixture", "private": true, "type": "module"}\n'}

@@ -5,16 +5,24 @@ pass. So each task of a suite (tasks/suites.json) lists its requirements; every 
 requirement has a check and a negative declaring `violates` (verify-tasks then proves the negative's first failing
 check is one of that requirement). Gap kinds the contract's own shape implies must be probed by a named negative, so
 coarse self-declared requirements cannot pass this test.
+
+The rule (issue 24): a property the prompt states is checked at every exchange where it applies, and proven so:
+every requirement named by more than one exchange (calls, reads, forms on several calls, invariants after several
+calls, ...) has a negative that breaks it only at a later exchange, declaring that check as its `breaksAt`
+(verify-tasks proves the negative first fails exactly there). A negative that breaks a property everywhere proves
+only the first exchange; one that breaks it later proves the property is not checked once and forgotten.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from mcp_evals_pipeline.contracts.task import TaskContract
-from mcp_evals_pipeline.tasks.catalog import Task, load_task
+from mcp_evals_pipeline.grader.functional import planned_checks
+from mcp_evals_pipeline.tasks.catalog import Solution, Task, load_task
 from mcp_evals_pipeline.tasks.suites import load_suites
 
 from .conftest import TASKS
@@ -46,9 +54,12 @@ def implied_kinds(contract: TaskContract) -> set[str]:
     expectations += [e for c in contract.input_required_calls for e in c.expect]
     expectations += [e for r in (*contract.resource_reads, *contract.post_call_resource_reads) for e in r.expect]
     expectations += [e for c in contract.calls for r in (*c.reads_before, *c.reads_after) for e in r.expect]
+    expectations += [e for t in contract.expected_tools for f in t.forms for e in f.expect]
+    expectations += [e for inv in contract.invariants for e in inv.expect]
     if any(e.case_sensitive for e in expectations):
         kinds.add("case-pinned")
-    if any(e.path and e.type in ("number-equals", "equals") and not isinstance(e.value, str) for e in expectations):
+    if any(e.path and ((e.type in ("number-equals", "equals") and not isinstance(e.value, str))
+                       or (e.type == "json-type" and e.value in ("integer", "number"))) for e in expectations):
         kinds.add("numeric-string")
     if contract.input_required_calls:
         kinds.add("requested-field-type")
@@ -60,6 +71,47 @@ def implied_kinds(contract: TaskContract) -> set[str]:
     if contract.oauth is not None:
         kinds.add("other-user")
     return kinds
+
+
+# Suite build tasks that do not satisfy the later-exchange rule yet: known debt, named so the list can only shrink
+# (a task on it that satisfies the rule fails the test until it is taken off; a task off it must satisfy it). A
+# task leaves the list by a new version whose contract checks each property at every exchange where it applies and
+# whose negatives break each one at a later exchange (docs/task-authoring.md, "The rule, proven").
+LATER_EXCHANGE_DEBT: frozenset[str] = frozenset({
+    "py-v4-01-basic-tool-server", "py-v4-02-stateful-ticket-queue", "py-v4-03-docs-lookup-server",
+    "py-v4-06-project-board-composition", "py-v4-07-debug-inventory-server", "py-v4-08-openapi-order-service",
+    "py-v4-09-raw-input-required-approval", "py-v4-10-multi-view-incident-console",
+    "py-v4-11-middleware-protected-audit", "py-v4-12-oauth-whoami", "py-v4-13-oauth-whoami-okta",
+    "v4-01-basic-tool-server", "v4-03-docs-lookup-server", "v4-06-project-board-composition",
+    "v4-07-debug-inventory-server", "v4-08-openapi-order-service", "v4-09-raw-input-required-approval",
+    "v4-10-multi-view-incident-console", "v4-11-middleware-protected-audit", "v4-12-oauth-whoami",
+    "v4-13-oauth-whoami-okta",
+})
+
+
+def exchanges_by_requirement(contract: TaskContract) -> dict[str, list[str]]:
+    """requirement id -> the ids of the exchanges (checks of an element naming it: a call, a form on one call, an
+    invariant after one call, a read, ...) in the order a grading makes them. Whole-stage checks (`checkedBy`, the
+    tools listing) are not exchanges: they run once."""
+    named: dict[str, list[str]] = {}
+    for step in planned_checks(contract):
+        for rid in step.requirements:
+            named.setdefault(rid, []).append(step.id)
+    return named
+
+
+def later_exchange_gaps(contract: TaskContract, solutions: tuple[Solution, ...] | list[Solution]) -> list[str]:
+    """The requirements named by more than one exchange that no negative breaks at a later one (its `breaksAt`
+    one of those exchanges but the first)."""
+    negatives = [s for s in solutions if s.kind == "negative"]
+    gaps = []
+    for rid, exchanges in exchanges_by_requirement(contract).items():
+        if len(exchanges) < 2:
+            continue
+        later = set(exchanges[1:])
+        if not any(s.violates == rid and s.breaks_at in later for s in negatives):
+            gaps.append(f"{rid} ({len(exchanges)} exchanges, first {exchanges[0]})")
+    return gaps
 
 
 def test_every_suite_task_exists() -> None:
@@ -117,6 +169,48 @@ def test_coercion_probes_pass_a_wrong_type(task_id: str) -> None:
     probes = [c for c in contract.calls if c.is_error and any(
         (c.tool, p) in typed and isinstance(v, str) for p, v in c.args.items())]
     assert probes, f"{task_id}: no call passes a string for a typed argument ({sorted(typed)}) expecting isError"
+
+
+@pytest.mark.parametrize("task_id", BUILD)
+def test_every_property_is_broken_at_a_later_exchange(task_id: str) -> None:
+    task = _load(task_id)
+    gaps = later_exchange_gaps(task.contract, task.solutions)
+    if task_id in LATER_EXCHANGE_DEBT:
+        assert gaps, f"{task_id} satisfies the later-exchange rule now: take it off LATER_EXCHANGE_DEBT"
+    else:
+        assert not gaps, (f"{task_id}: no negative breaks these at a later exchange than their first (declare "
+                          f"`breaksAt` on one that does): " + "; ".join(gaps))
+
+
+def test_the_debt_list_names_only_suite_build_tasks() -> None:
+    stale = sorted(LATER_EXCHANGE_DEBT - set(BUILD))
+    assert not stale, f"LATER_EXCHANGE_DEBT names tasks that are no suite build task (retired?): {stale}"
+
+
+def test_the_later_exchange_rule_catches_a_property_checked_once() -> None:
+    """A requirement checked at two calls: no negative, or one breaking it at the first call, leaves a gap; one
+    declaring the second call as `breaksAt` closes it. A requirement named once needs none."""
+    contract = TaskContract.model_validate({
+        "title": "t", "entryCandidates": ["server.py"],
+        "requirements": [{"id": "sum", "text": "adds"}, {"id": "typed", "text": "integers"}],
+        "expectedTools": [{"name": "add", "requirements": ["sum"],
+                           "forms": [{"when": "ok", "requirements": ["typed"],
+                                      "expect": [{"type": "json-type", "path": "result", "value": "integer"}]}]}],
+        "calls": [{"tool": "add", "args": {"a": 1, "b": 2}, "requirements": ["sum"]},
+                  {"tool": "add", "args": {"a": 2, "b": 2}, "requirements": ["sum"]},
+                  {"tool": "add", "args": {"a": "x", "b": 2}, "isError": True}],
+    })
+    assert exchanges_by_requirement(contract) == {
+        "sum": ["call:add:1", "call:add:2"], "typed": ["form:add:1:1", "form:add:2:1"]}  # not after the error call
+
+    def negative(violates: str, breaks_at: str) -> Solution:
+        return Solution("negative", "n", Path("."), "contract.calls", violates=violates, breaks_at=breaks_at)
+
+    assert len(later_exchange_gaps(contract, [])) == 2
+    assert len(later_exchange_gaps(contract, [negative("sum", "call:add:1"), negative("typed", "form:add:1:1")])) == 2
+    assert later_exchange_gaps(contract, [negative("sum", "call:add:2"), negative("typed", "form:add:1:1")]) == [
+        "typed (2 exchanges, first form:add:1:1)"]
+    assert later_exchange_gaps(contract, [negative("sum", "call:add:2"), negative("typed", "form:add:2:1")]) == []
 
 
 @pytest.mark.parametrize("task_id", PRESENT)

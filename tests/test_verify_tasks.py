@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcp_evals_pipeline.contracts.grade import TrialGrade
-from mcp_evals_pipeline.tasks.catalog import Solution
+from mcp_evals_pipeline.tasks.catalog import Solution, TaskLoadError, load_task
 from mcp_evals_pipeline.verify import VerifyResult
 
 from .conftest import REPO, TASKS
@@ -107,6 +107,37 @@ def test_a_negative_caught_by_another_requirements_check_fails_verification(tmp_
     assert done.returncode == 1
     assert "violates 'add-rejects-non-integers' but first failed at call:add:1, which checks add-returns-sum" \
         in done.stderr, done.stderr
+
+
+def test_a_negative_breaking_elsewhere_than_its_breaks_at_fails_verification(tmp_path: Path) -> None:
+    """A negative that declares where it breaks (`breaksAt`) must first fail exactly there: wrong-sum breaks at the
+    first add, so declaring the second (a later exchange) is refused, naming both."""
+    task_id = "py-v4-01-basic-tool-server"
+    root = _copy_task(tmp_path, task_id)
+    _only(root, task_id, "negatives/wrong-sum")
+    declaration = root / task_id / "negatives" / "wrong-sum" / "negative.json"
+    declared = json.loads(declaration.read_text())
+    declaration.write_text(json.dumps({**declared, "breaksAt": "call:add:2"}))
+    done = _verify("--json", "--task", task_id, tasks_dir=root)
+    assert done.returncode == 1, done.stderr
+    negative = json.loads(done.stdout)["results"][-1]
+    assert (negative["solution"], negative["got"], negative["ok"]) == ("wrong-sum", "contract.calls", False)
+    assert negative["why"].startswith("breaks at call:add:2 but first failed at call:add:1: "), negative["why"]
+
+
+@pytest.mark.parametrize(("breaks_at", "message"), [
+    ("call:add:99", "breaksAt 'call:add:99' names no check of the contract; the closest is 'call:add:9'"),
+    ("tools", "breaksAt 'tools' is a check of stage tools, but failureCode is contract.calls"),
+])
+def test_a_breaks_at_naming_no_check_of_its_stage_is_refused(tmp_path: Path, breaks_at: str, message: str) -> None:
+    task_id = "py-v4-01-basic-tool-server"
+    root = _copy_task(tmp_path, task_id)
+    declaration = root / task_id / "negatives" / "wrong-sum" / "negative.json"
+    declaration.write_text(json.dumps({**json.loads(declaration.read_text()), "breaksAt": breaks_at}))
+    with pytest.raises(TaskLoadError) as refused:
+        load_task(root / task_id)
+    assert (refused.value.path, refused.value.field_path) == (declaration, "breaksAt")
+    assert refused.value.message == message
 
 
 def test_a_malformed_task_is_reported_and_fails_verification(tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ from mcp_evals_pipeline.contracts.task_base import (
 from mcp_evals_pipeline.contracts.upstream import UpstreamSpec
 from mcp_evals_pipeline.contracts.views import ViewBinding, view_bindings
 
-__all__ = ["ContractModel", "Expectation", "ExpectationType", "ResourceRead", "TaskContract", "ToolCall"]
+__all__ = ["ContractModel", "Expectation", "ExpectationType", "Invariant", "ResourceRead", "TaskContract", "ToolCall",
+           "ToolForm"]
 
 
 # Ladder stages a requirement may be checked by as a whole (`checkedBy`); everything later in the ladder (a call,
@@ -83,12 +84,42 @@ class ToolCall(Covers):
     _listify = field_validator("expect", mode="before")(as_list)
 
 
+class ToolForm(Covers):
+    """A rule on every result of one tool: checked after each of the tool's calls in `calls` as a check of its own
+    (`form:<tool>:<n>:<k>`: form k on the tool's n-th call), so a rule the prompt states for every result ("the
+    text is exactly the sum"; "structured content, if any, is {id, status}") is written once and holds at every
+    exchange. `when` limits it to normal results (`ok`), error results (`error`) or neither (`any`)."""
+
+    when: Literal["ok", "error", "any"] = "any"
+    expect: list[Expectation] = Field(min_length=1)
+
+    _listify = field_validator("expect", mode="before")(as_list)
+
+
+class InvariantCall(ContractModel):
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Invariant(Covers):
+    """A read-only call the ladder makes after every call in `calls` of the tools `after` names (state-changing
+    ones), its result held to `expect` (`invariant:<i>:after:<call check id>`): an invariant of the state (a
+    listing's order, its count) is checked after every operation that could break it, not in one chosen state."""
+
+    after: list[str] = Field(min_length=1)
+    call: InvariantCall
+    expect: list[Expectation] = Field(min_length=1)
+
+    _listify = field_validator("expect", mode="before")(as_list)
+
+
 class ExpectedTool(Covers):
     name: str
     required_props: list[str] = Field(default_factory=list)
     # The JSON Schema type each named input property must declare in the listed inputSchema (e.g. {"a": "integer"}).
     prop_types: dict[str, JsonType] = Field(default_factory=dict)
     view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
+    forms: list[ToolForm] = Field(default_factory=list)
 
 
 class ExpectedResource(Covers):
@@ -143,6 +174,7 @@ class TaskContract(ContractModel):
     )
     resource_reads: list[ResourceRead] = Field(default_factory=list)
     calls: list[ToolCall] = Field(default_factory=list)
+    invariants: list[Invariant] = Field(default_factory=list)
     post_call_resource_reads: list[ResourceRead] = Field(default_factory=list)
     required_source_patterns: list[str] = Field(default_factory=list)
     deterministic_readiness: DeterministicReadiness | None = None
@@ -166,6 +198,10 @@ class TaskContract(ContractModel):
         for i, call in enumerate(self.calls):
             if call.tool not in names:
                 raise ValueError(f"calls[{i}].tool {call.tool!r} is not in expectedTools")
+        for i, inv in enumerate(self.invariants):
+            for tool in (*inv.after, inv.call.tool):
+                if tool not in names:
+                    raise ValueError(f"invariants[{i}] names tool {tool!r}, which is not in expectedTools")
         for pattern in self.required_source_patterns:
             try:
                 re.compile(pattern)
@@ -197,6 +233,9 @@ class TaskContract(ContractModel):
         """(where, requirement ids) for every element of the contract that names requirements."""
         refs: list[tuple[str, list[str]]] = [(f"expectedTools[{i}]", t.requirements)
                                              for i, t in enumerate(self.expected_tools)]
+        refs += [(f"expectedTools[{i}].forms[{k}]", f.requirements)
+                 for i, t in enumerate(self.expected_tools) for k, f in enumerate(t.forms)]
+        refs += [(f"invariants[{i}]", inv.requirements) for i, inv in enumerate(self.invariants)]
         refs += [(f"expectedResources[{i}]", r.requirements) for i, r in enumerate(self.expected_resources)]
         refs += [(f"expectedResourceTemplates[{i}]", r.requirements)
                  for i, r in enumerate(self.expected_resource_templates)]

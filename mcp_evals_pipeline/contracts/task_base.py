@@ -7,7 +7,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-ExpectationType = Literal["contains", "not-contains", "number-equals", "equals", "json-type"]
+ExpectationType = Literal["contains", "not-contains", "number-equals", "equals", "one-of", "json-type", "text-equals",
+                          "sorted", "length-equals", "parts-agree"]
+# Where an expectation looks: "any" (the default) the structured content first, else the text; "structured" or
+# "text" only that one, so a rule the prompt states about one form of the result is not met by the other form.
+ResultPart = Literal["any", "structured", "text"]
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
 # The longest a contract may make the grader wait on one call (or one start): a contract is read from a task
 # directory anyone may submit, and an unbounded wait holds a grading slot (and its box) for as long as it says.
@@ -23,9 +27,23 @@ _TYPE_SPELLINGS: dict[str, ExpectationType] = {
     "numberEquals": "number-equals",
     "number_equals": "number-equals",
     "equals": "equals",
+    "one-of": "one-of",
+    "oneOf": "one-of",
+    "one_of": "one-of",
     "json-type": "json-type",
     "jsonType": "json-type",
+    "text-equals": "text-equals",
+    "textEquals": "text-equals",
+    "text_equals": "text-equals",
+    "sorted": "sorted",
+    "parts-agree": "parts-agree",
+    "partsAgree": "parts-agree",
+    "length-equals": "length-equals",
+    "lengthEquals": "length-equals",
+    "length_equals": "length-equals",
 }
+# Types whose value is optional: `sorted` needs none, `length-equals` may take it from `valuePath` instead.
+_VALUELESS: tuple[str, ...] = ("sorted", "length-equals", "parts-agree")
 
 # The kinds of gap a lenient or careless implementation leaves and that a contract must probe wherever they apply
 # (tests/test_requirement_coverage.py): a requirement names the kinds it covers, a negative the kind it commits.
@@ -57,18 +75,32 @@ class Expectation(ContractModel):
 
     `number-equals` finds a number (at `path`, else the structured `result`, else the first number in the text);
     a value read from JSON must be a JSON number: "42" (a string) is not 42. `equals` compares the JSON value at
-    `path` exactly (types included); `json-type` checks the JSON type of the value at `path`. `contains` /
+    `path` exactly (types included), `one-of` with one of the values listed; `json-type` checks the JSON type of
+    the value at `path`. A path segment `*` stands for every item of an array (every key of an object): the
+    expectation must hold at each (an empty array holds it), so "every ticket's status" is one expectation. `contains` /
     `not-contains` search the text, or with `path` the value there (a string as is, anything else as JSON).
+    `text-equals`: the whole text, surrounding whitespace trimmed, is exactly `value` (case-sensitive unless
+    `caseSensitive` is false): "the sum and nothing else". `sorted`: the array at `path` is ordered by `key` of its
+    items (the items themselves without one), `order` ascending or descending, ties allowed. `length-equals`: the
+    array at `path` has `value` items, or as many as the JSON integer at `valuePath` says. `parts-agree`: a result
+    with both text and structured content holds the same JSON value in both ("if both, they hold the same object").
+    `in` picks the part of the result looked at ("structured" / "text"; default "any"); with `ifPresent` a result
+    without that part passes, so "structured content, if any, is X" is one expectation.
     """
 
     type: ExpectationType
-    value: Any
+    value: Any = None
     # A dotted path into the structured content (or the JSON text), e.g. "count" or "items.0.id".
     path: str | None = None
     # contains / not-contains compare case-insensitively unless the task says otherwise: an agent that writes
     # "record R-1" where the prompt said "Record R-1" built a working server, and a contract that fails it
-    # measures the marker, not the SDK.
-    case_sensitive: bool = False
+    # measures the marker, not the SDK. text-equals pins the text exactly, so there the default is sensitive.
+    case_sensitive: bool | None = None
+    source: ResultPart = Field(default="any", alias="in")
+    if_present: bool = False
+    key: str | None = None  # sorted: the item field ordered by
+    order: Literal["ascending", "descending"] = "ascending"  # sorted
+    value_path: str | None = None  # length-equals: the path of the JSON integer the length must equal
 
     @field_validator("type", mode="before")
     @classmethod
@@ -79,17 +111,48 @@ class Expectation(ContractModel):
 
     @model_validator(mode="after")
     def _value_matches_type(self) -> Expectation:
+        if "value" not in self.model_fields_set and self.type not in _VALUELESS:
+            raise ValueError(f"{self.type} needs a value")
         if self.type == "number-equals":
             if isinstance(self.value, bool) or not isinstance(self.value, int | float):
                 raise ValueError("number-equals needs a numeric value")
-        elif self.type in ("equals", "json-type"):
+        elif self.type in ("equals", "one-of", "json-type", "sorted", "length-equals"):
             if self.path is None:
                 raise ValueError(f"{self.type} needs a path (use \"$\" for the whole JSON value)")
+            if self.type == "one-of" and (not isinstance(self.value, list) or not self.value):
+                raise ValueError("one-of needs a non-empty list of values")
             if self.type == "json-type" and self.value not in JSON_TYPES:
                 raise ValueError(f"json-type value must be one of {', '.join(JSON_TYPES)}")
+            if self.type == "sorted" and "value" in self.model_fields_set:
+                raise ValueError("sorted takes no value (it orders by `key`, `order` ascending or descending)")
+            if self.type == "length-equals" and (self.value is None) == (self.value_path is None):
+                raise ValueError("length-equals needs exactly one of value (an integer) and valuePath")
+            if self.type == "length-equals" and self.value is not None and (
+                    isinstance(self.value, bool) or not isinstance(self.value, int) or self.value < 0):
+                raise ValueError("length-equals value must be a non-negative integer")
+        elif self.type == "parts-agree":
+            if self.model_fields_set & {"value", "path", "source"}:
+                raise ValueError("parts-agree compares the whole text with the whole structured content: no value, "
+                                 "path or in")
+        elif self.type == "text-equals":
+            if not isinstance(self.value, str):
+                raise ValueError("text-equals needs a string value")
+            if self.path is not None:
+                raise ValueError("text-equals compares the whole text and takes no path (use equals for a value)")
         elif not isinstance(self.value, str) or not self.value:
             raise ValueError(f"{self.type} needs a non-empty string value")
+        if self.key is not None and self.type != "sorted":
+            raise ValueError("key belongs to sorted")
+        if self.value_path is not None and self.type != "length-equals":
+            raise ValueError("valuePath belongs to length-equals")
+        if self.if_present and self.source == "any":
+            raise ValueError('ifPresent needs `in`: "structured" or "text" (the part that may be absent)')
         return self
+
+    @property
+    def sensitive(self) -> bool:
+        """Compare case-sensitively? As declared, else only text-equals (the text is pinned exactly)."""
+        return self.case_sensitive if self.case_sensitive is not None else self.type == "text-equals"
 
 
 JSON_TYPES: tuple[str, ...] = ("string", "integer", "number", "boolean", "array", "object", "null")

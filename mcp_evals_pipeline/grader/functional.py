@@ -39,7 +39,7 @@ from mcp_evals_pipeline import procs
 from mcp_evals_pipeline.contracts.failures import Infra
 from mcp_evals_pipeline.contracts.grade import Check, TrialGrade
 from mcp_evals_pipeline.contracts.ladder import BY_NAME, LADDER
-from mcp_evals_pipeline.contracts.task import ResourceRead, TaskContract, ToolCall
+from mcp_evals_pipeline.contracts.task import Invariant, ResourceRead, TaskContract, ToolCall, ToolForm
 from mcp_evals_pipeline.contracts.task_base import Expectation
 from mcp_evals_pipeline.grader import stages  # noqa: F401 - importing registers the opt-in stages
 from mcp_evals_pipeline.grader.boxes import NoBox, StepBox
@@ -50,6 +50,7 @@ from mcp_evals_pipeline.grader.expectations import (
     expectation_failure,
     resource_text,
     schema_types,
+    text_content,
     tool_result_text,
 )
 from mcp_evals_pipeline.grader.features import FEATURES, Feature, Step, StepFailed
@@ -138,11 +139,10 @@ def _signature(tool: str, args: dict[str, Any]) -> str:
 
 class Grading:
     def __init__(self, contract: TaskContract, workspace: Path, runtime: Runtime):
-        self.contract = contract
+        self._init_plan(contract)
         self.runtime = runtime
         self._scratch = Scratch()
         self.scratch = self._scratch.root
-        self.refused: str | None = None  # why the workspace was not copied (over the size cap): contract.install
         try:
             # Every stage reads the copy (self.workspace) and the server runs in it; the original is never touched.
             copied = copy_workspace(workspace, self.scratch / "workspace")
@@ -162,13 +162,19 @@ class Grading:
         self.client: Client | None = None
         self.stack = AsyncExitStack()
         self.tool_names: dict[str, str] = {}
-        self.read_counts: dict[str, int] = defaultdict(int)
-        self.call_counts: dict[str, int] = defaultdict(int)
         self.stage_ms: dict[str, float] = defaultdict(float)
         self.handshake_info: dict[str, str | None] = {}
         # What the MCP client sends; features (oauth) set them before the handshake.
         self.http_headers: dict[str, str] = {}
         self.http_auth: httpx2.Auth | None = None
+
+    def _init_plan(self, contract: TaskContract) -> None:
+        """What planning needs (and nothing that touches a workspace): planned_checks() plans with only this."""
+        self.contract = contract
+        self.refused: str | None = None  # why the workspace was not copied (over the size cap): contract.install
+        self.read_counts: dict[str, int] = defaultdict(int)
+        self.call_counts: dict[str, int] = defaultdict(int)
+        self.results: dict[str, types.CallToolResult] = {}  # call check id -> its result, for its form checks
         self.features: list[Feature] = [cls(self) for cls in FEATURES.values() if cls.applies(contract)]
 
     # ---- the plan -------------------------------------------------------------------------------------------
@@ -204,7 +210,7 @@ class Grading:
             steps: list[Step] = []
             for call in c.calls:
                 steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_before]
-                steps.append(self._call_step(call))
+                steps += self._call_steps(call)
                 steps += [self._read_step(r, "calls", "resource-read") for r in call.reads_after]
             return steps + [self._read_step(r, "calls", "post-call-resource-read") for r in c.post_call_resource_reads]
         wanted = {"imports": False, "source": bool(c.required_source_patterns), "build": bool(c.build_command)}
@@ -219,10 +225,26 @@ class Grading:
         self.read_counts[key] += 1
         return Step(f"{key}:{self.read_counts[key]}", stage, lambda: self._read(read), list(read.requirements))
 
-    def _call_step(self, call: ToolCall) -> Step:
+    def _call_steps(self, call: ToolCall) -> list[Step]:
+        """The call, then each form of its tool that can apply to it, then each invariant it triggers."""
         self.call_counts[call.tool] += 1
-        return Step(f"call:{call.tool}:{self.call_counts[call.tool]}", "calls", lambda: self._call(call),
-                    list(call.requirements))
+        n = self.call_counts[call.tool]
+        call_id = f"call:{call.tool}:{n}"
+        steps = [Step(call_id, "calls", lambda: self._call(call, call_id), list(call.requirements))]
+        tool = next(t for t in self.contract.expected_tools if t.name == call.tool)
+        for k, form in enumerate(tool.forms, start=1):
+            # A form for the other outcome than the call declares can never apply: no check (the call's own
+            # isError check fails first if the outcome differs).
+            if (form.when == "ok" and call.is_error is True) or (form.when == "error" and call.is_error is False):
+                continue
+            where = f"{call_id}'s result, by form {k} of {call.tool}"
+            steps.append(Step(f"form:{call.tool}:{n}:{k}", "calls", lambda f=form, w=where: self._form(call_id, f, w),
+                              list(form.requirements)))
+        for i, inv in enumerate(self.contract.invariants, start=1):
+            if call.tool in inv.after:
+                steps.append(Step(f"invariant:{i}:after:{call_id}", "calls", lambda v=inv: self._invariant(v),
+                                  list(inv.requirements)))
+        return steps
 
     def requirements_of(self, step: Step) -> list[str]:
         """The requirement ids a check tests: its element's, plus those checked by its whole stage."""
@@ -640,7 +662,25 @@ class Grading:
                 raise StepFailed(f'read {read.uri} -> "{clip(text)}" did not match {describe(exp)}: {why}')
         return None
 
-    async def _call(self, call: ToolCall) -> str | None:
+    async def _form(self, call_id: str, form: ToolForm, where: str) -> str | None:
+        result = self.results[call_id]
+        if form.when != "any" and bool(result.is_error) != (form.when == "error"):
+            return f"applies to {'error' if form.when == 'error' else 'normal'} results only"
+        self.check_result(where, result, None, form.expect)
+        return None
+
+    async def _invariant(self, inv: Invariant) -> str | None:
+        assert self.client is not None
+        client = self.client
+        name = self.tool_names.get(inv.call.tool, inv.call.tool)
+        timeout = self.contract.call_timeout_seconds
+        sig = _signature(name, inv.call.args)
+        result: types.CallToolResult = await self.talk(
+            sig, lambda: client.call_tool(name, inv.call.args, read_timeout_seconds=timeout), timeout + 5)
+        self.check_result(sig, result, False, inv.expect)
+        return None
+
+    async def _call(self, call: ToolCall, call_id: str | None = None) -> str | None:
         assert self.client is not None
         client = self.client
         name = self.tool_names.get(call.tool, call.tool)
@@ -655,6 +695,8 @@ class Grading:
         result: types.CallToolResult = await self.talk(
             sig, lambda: client.call_tool(name, call.args, read_timeout_seconds=timeout), timeout + 5
         )
+        if call_id is not None:
+            self.results[call_id] = result
         self.check_result(sig, result, call.is_error, call.expect)
         return None
 
@@ -667,10 +709,18 @@ class Grading:
             raise StepFailed(f'{where} -> "{clip(text)}" with isError {str(bool(result.is_error)).lower()}; '
                              f"expected {want}")
         for exp in expect:
-            why = expectation_failure(exp, text, result.structured_content)
+            why = expectation_failure(exp, text, result.structured_content, text_part=text_content(result))
             if why:
                 raise StepFailed(f'{where} -> "{clip(text)}" did not match {describe(exp)}: {why}')
         return text
+
+
+def planned_checks(contract: TaskContract) -> list[Step]:
+    """The checks a grading of this contract makes, in order, with the requirements each names; nothing is run
+    (the catalog checks a negative's `breaksAt` against them, the coverage test counts exchanges on them)."""
+    planner = Grading.__new__(Grading)
+    planner._init_plan(contract)
+    return planner.plan()
 
 
 def unsupported_features(contract: TaskContract) -> list[str]:

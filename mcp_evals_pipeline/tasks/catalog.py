@@ -34,6 +34,9 @@ class NegativeDeclaration(ContractModel):
     violates: str | None = None
     # The kind of gap it commits (contracts/task_base.GapKind), when it is one the coverage test looks for.
     gap_kind: GapKind | None = None
+    # The id of the check it must first fail at (e.g. "call:list_tickets:4"): where it breaks, so a negative written
+    # to break a property at a later exchange proves that exchange is checked (tests/test_requirement_coverage.py).
+    breaks_at: str | None = None
 
 
 class TaskLoadError(Exception):
@@ -59,6 +62,7 @@ class Solution:
     why: str | None = None
     violates: str | None = None  # negatives: the requirement it breaks
     gap_kind: str | None = None
+    breaks_at: str | None = None  # negatives: the check id it must first fail at
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ def _load_solutions(task_dir: Path) -> tuple[Solution, ...]:
             if not decl.failure_code.startswith("contract."):
                 raise TaskLoadError(decl_path, "must be a contract.<stage> code", "failureCode")
             solutions.append(Solution("negative", neg.name, neg, decl.failure_code, decl.why, decl.violates,
-                                      decl.gap_kind))
+                                      decl.gap_kind, decl.breaks_at))
     return tuple(solutions)
 
 
@@ -172,6 +176,24 @@ def _load_usage_sessions(task_dir: Path, from_qa: bool = False) -> tuple[Solutio
     return tuple(oracle + [s for s in sessions if s.kind != "oracle"])
 
 
+def _check_breaks_at(contract: TaskContract, solutions: tuple[Solution, ...]) -> None:
+    """A `breaksAt` must name a check the contract makes, of the stage the negative's failureCode names."""
+    from mcp_evals_pipeline.grader.functional import planned_checks  # lazily: the grader pulls in the MCP client
+
+    stages = {step.id: step.stage for step in planned_checks(contract)}
+    for sol in solutions:
+        if sol.breaks_at is None:
+            continue
+        where = sol.path / NEGATIVE_DECLARATION
+        if sol.breaks_at not in stages:
+            near = difflib.get_close_matches(sol.breaks_at, list(stages), n=1, cutoff=0.0)
+            raise TaskLoadError(where, f"breaksAt {sol.breaks_at!r} names no check of the contract"
+                                       + (f"; the closest is {near[0]!r}" if near else ""), "breaksAt")
+        if f"contract.{stages[sol.breaks_at]}" != sol.expected_failure_code:
+            raise TaskLoadError(where, f"breaksAt {sol.breaks_at!r} is a check of stage {stages[sol.breaks_at]}, "
+                                       f"but failureCode is {sol.expected_failure_code}", "breaksAt")
+
+
 def load_task(task_dir: Path) -> Task:
     prompt_path = task_dir / "prompt.md"
     contract_path = task_dir / "task.json"
@@ -190,6 +212,8 @@ def load_task(task_dir: Path) -> Task:
         if sol.violates is not None and sol.violates not in known:
             raise TaskLoadError(sol.path / NEGATIVE_DECLARATION,
                                 f"violates {sol.violates!r}, which is not a requirement of {contract_path}", "violates")
+    if isinstance(contract, TaskContract) and any(sol.breaks_at for sol in solutions):
+        _check_breaks_at(contract, solutions)
     if contract.id is not None and contract.id != task_dir.name:
         raise TaskLoadError(contract_path, f"id {contract.id!r} differs from the directory name", "id")
     if "--" in task_dir.name or any(ch in task_dir.name for ch in "|[],"):
