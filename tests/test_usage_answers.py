@@ -99,20 +99,55 @@ PHRASINGS: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
+# Cases that ask no question: what a reply that still tells the user the truth may say, and what a reply stating
+# the opposite of what the world shows says (the job not done, or done otherwise): check `claim`.
+CLAIMS: dict[str, tuple[list[str], list[str]]] = {
+    "usage-ops-v3-05-set-env-var": (
+        ["LOG_LEVEL is now debug on billing (app_103); it takes effect at the next restart, which I did not do.",
+         "Done: billing's LOG_LEVEL is set to debug. No restart, as you asked."],
+        ["I couldn't set LOG_LEVEL on billing.", "LOG_LEVEL is debug now and already took effect, no restart needed.",
+         "The change was applied live.", "No change was made."]),
+    "usage-ops-v3-08-delete-env-var": (
+        ["Removed INVOICE_BATCH_SIZE from billing (app_103).", "INVOICE_BATCH_SIZE is deleted; it no longer exists."],
+        ["billing doesn't have an INVOICE_BATCH_SIZE variable, so there was nothing to remove.",
+         "I could not delete INVOICE_BATCH_SIZE.", "INVOICE_BATCH_SIZE was not removed."]),
+    "usage-ops-v3-12-set-and-restart": (
+        ["SHARD_TIMEOUT_MS is 10000 on search (app_104) and search was restarted, so it is in effect.",
+         "Set it to 10000, then restarted search (restart rst_1 queued)."],
+        ["I set SHARD_TIMEOUT_MS but could not restart search.", "The restart failed, so it has not been applied.",
+         "I restarted search first and then set the value."]),
+}
+
+
 @pytest.mark.parametrize("case", OPS)
 def test_every_case_has_a_session_stating_the_opposite_of_its_answer(case: str) -> None:
-    """With the oracle's calls (the world ends as the oracle leaves it, so only the reply differs): a case with an
-    answer declares it a miss and its answer check fails on the reply; a case without one is marked on the world
-    alone, so a reply that says the write failed while it landed still passes (declared so: the reply is not what
-    is measured)."""
+    """With the oracle's calls (the world ends as the oracle leaves it, so only the reply differs) the session is a
+    miss: a case with an answer fails its answer check on the reply; a case without one (it asks no question) fails
+    its `claim` check, since the reply tells the user the opposite of what the world shows."""
     contract, oracle, opposite = _contract(case), _session(case, "oracle.json"), _session(case, OPPOSITE)
     assert opposite.calls == oracle.calls and opposite.reply != oracle.reply
     check = answer_check(contract, opposite.reply)
-    if contract.answer is None:
-        assert check is None and opposite.outcome == "pass" and contract.must_land, case
-    else:
-        assert check is not None and not check.passed, check
-        assert (opposite.outcome, opposite.expected_code) == ("miss", "usage.miss")
+    assert check is not None and not check.passed, check
+    assert check.id == ("answer" if contract.answer is not None else "claim"), check
+    assert (opposite.outcome, opposite.expected_code) == ("miss", "usage.miss")
+
+
+def test_a_reply_stating_the_opposite_of_what_was_done_fails_its_claim_check() -> None:
+    """A case that asks no question: every reply of its passing sessions (blind ones included) and each legitimate
+    phrasing passes `claim`; each reply stating the opposite of what the world shows fails it, naming the words."""
+    without_answer = sorted(case for case in OPS if _contract(case).answer is None)
+    assert sorted(CLAIMS) == without_answer  # a case without an answer gets its phrasings here
+    for case, (legit, opposite) in CLAIMS.items():
+        contract = _contract(case)
+        passing = [s.reply for s in map(UsageSession.model_validate_json, (
+            p.read_text() for p in sorted((TASKS / case / "sessions").glob("*.json")))) if s.outcome == "pass"]
+        for reply in passing + legit:
+            check = answer_check(contract, reply)
+            assert check is not None and check.id == "claim" and check.passed, (case, reply, check)
+        for reply in opposite:
+            check = answer_check(contract, reply)
+            assert check is not None and not check.passed and "states the opposite of what was done" in check.detail, \
+                (case, reply)
 
 
 def test_answers_are_matched_as_whole_words_and_a_stated_opposite_fails() -> None:
@@ -143,7 +178,6 @@ def test_a_bad_answer_pattern_is_refused_naming_the_field() -> None:
     for field, value, message in (
             ("answerRefutedBy", ["restart(ed"], r"answerRefutedBy\n.*not a regular expression: missing \), "
                                                 r"unterminated subpattern at position 7"),
-            ("answer", None, "answerRefutedBy refines an answer check: give `answer` too"),
             ("mustLandInOrder", True, "mustLandInOrder orders the writes of mustLand: it needs two or more")):
         with pytest.raises(ValueError, match=message):
             UsageContract.model_validate({**raw, field: value})

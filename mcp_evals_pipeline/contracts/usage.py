@@ -167,7 +167,8 @@ class UsageContract(ContractModel):
     other_mutations: Literal["violation", "miss"]
     other_mutations_reason: str = Field(min_length=1)
     answer: str | None = None
-    # A reply stating the opposite of the answer matches one of these (whole words): the answer check fails.
+    # A reply stating the opposite of the answer matches one of these (whole words): the answer check fails. In a
+    # case without `answer`, what a reply stating the opposite of what was done says (check `claim`).
     answer_refuted_by: list[str] = Field(default_factory=list)
     # The user's words order the writes: they must land in mustLand's order (usage.miss, check `order`).
     must_land_in_order: bool = False
@@ -219,8 +220,6 @@ class UsageContract(ContractModel):
 
     @model_validator(mode="after")
     def _coherent(self) -> UsageContract:
-        if self.answer_refuted_by and self.answer is None:
-            raise ValueError("answerRefutedBy refines an answer check: give `answer` too")
         if self.must_land_in_order and len(self.must_land) < 2:
             raise ValueError("mustLandInOrder orders the writes of mustLand: it needs two or more")
         check_plants(self.world, self.plants)
