@@ -24,7 +24,7 @@ from mcp_evals_pipeline.procs import free_port, kill_tree
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-CASE = "usage-ops-v2-01-restart-by-id"
+CASE = "usage-ops-v3-01-restart-by-id"
 BATCH = "2026-11-30"
 
 

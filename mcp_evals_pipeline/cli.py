@@ -80,10 +80,10 @@ def grade(task_id: str | None, contract_path: Path | None, workspace: Path, as_j
         sys.exit(3 if not result.valid else 1)
 
 
-def _progress_line(done: int, total: int, result: VerifyResult) -> str:
+def _progress_line(done: int, total: int, result: VerifyResult, again: bool = False) -> str:
     mark = "[green]ok  [/]" if result.ok else "[red]FAIL[/]"
     line = (f"[{done:>{len(str(total))}}/{total}] {mark} {result.task_id} {result.solution.label}"
-            f" expected {result.expected}, got {result.got} ({result.seconds:.1f}s)")
+            f" expected {result.expected}, got {result.got} ({result.seconds:.1f}s)" + (" again" if again else ""))
     if not result.ok and result.why:
         line += f"\n        {result.why}"
     return line
@@ -107,8 +107,11 @@ def _selection(task_ids: tuple[str, ...], suites: tuple[str, ...]) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON on stdout.")
 @click.option("--workers", type=click.IntRange(1, 32), default=lambda: min(4, (os.cpu_count() or 2) + 1),
               show_default="cores + 1, at most 4", help="Solutions graded at once.")
+@click.option("--repeat", type=click.IntRange(1, 20), default=1, show_default=True,
+              help="Grade every golden and alternate (usage: passing sessions) this many times; name each whose "
+                   "verdict or first failing check changed between runs (flaky).")
 def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: bool, as_json: bool,
-                     workers: int) -> None:
+                     workers: int, repeat: int) -> None:
     """Goldens and alternates must pass; every negative must fail at its declared failureCode."""
     errors: list[TaskLoadError] = []
     task_ids = tuple(_selection(task_ids, suites))
@@ -129,27 +132,44 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
         from mcp_evals_pipeline.verify import quick_selection
 
         tasks = quick_selection(tasks)
+    from mcp_evals_pipeline.verify_flaky import find_flaky, repeated
+
+    again = repeated(tasks, repeat - 1)
     total = sum(len(t.solutions) for t in tasks)
-    err.print(f"verify-tasks: {len(tasks)} task(s), {total} solution(s), {workers} at a time")
+    repeats = sum(len(t.solutions) for t in again)
+    err.print(f"verify-tasks: {len(tasks)} task(s), {total} solution(s)"
+              + (f" (and {repeats} regradings: what must pass, {repeat} runs in all)" if repeat > 1 else "")
+              + f", {workers} at a time")
     done = 0
+    graded: dict[tuple[str, str, str], int] = {}
 
     def progress(result: VerifyResult) -> None:
         nonlocal done
         done += 1
-        err.print(_progress_line(done, total, result))
+        key = (result.task_id, result.solution.kind, result.solution.name)
+        graded[key] = graded.get(key, 0) + 1
+        err.print(_progress_line(done, total + repeats, result, again=graded[key] > 1))
 
-    results = anyio.run(lambda: verify_tasks(tasks, workers=workers, on_result=progress))
+    # One pool for the first run and the repeats (queued after it): no worker idles between runs.
+    every = anyio.run(lambda: verify_tasks([*tasks, *again], workers=workers, on_result=progress))
+    results = every[:total]  # the first run, in task order; the repeats follow, in the same order
+    flaky = find_flaky(every)
     if not quick:  # a whole proof holds for `eval`'s gate until the task, grader or harness changes
         from mcp_evals_pipeline.verify import proof_key, remember_proof
 
-        for task in tasks:
-            remember_proof(task, proof_key(task), [r for r in results if r.task_id == task.id])
+        for task in tasks:  # a task with a flaky solution is not proven, whatever its first run said
+            mine = [r for r in results if r.task_id == task.id]
+            remember_proof(task, proof_key(task), [] if any(f.task_id == task.id for f in flaky) else mine)
     failed = [r for r in results if not r.ok]
+    for one in flaky:
+        err.print(f"[red]FLAKY[/] {rich_escape(str(one))}")
     if as_json:
         click.echo(json.dumps({
-            "ok": not failed and not errors,
+            "ok": not failed and not errors and not flaky,
             "taskErrors": [str(e) for e in errors],
             "results": [r.as_dict() for r in results],
+            "repeat": repeat,
+            "flaky": [f.as_dict() for f in flaky],
         }, indent=2))
     else:
         table = Table("task", "solution", "expected", "got", "ok", "s", title="verify-tasks")
@@ -158,10 +178,13 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
                           "[green]yes[/]" if r.ok else "[red]NO[/]", f"{r.seconds:.1f}")
         out.print(table)
     summary = f"{len(results) - len(failed)}/{len(results)} solutions graded as declared"
+    if repeat > 1:
+        summary += f"; {len(flaky)} flaky over {repeat} runs"
     if errors:
         summary += f"; {len(errors)} task(s) failed to load"
-    (err if as_json else out).print(("[green]" if not failed and not errors else "[red]") + summary + "[/]")
-    if failed or errors:
+    clean = not failed and not errors and not flaky
+    (err if as_json else out).print(("[green]" if clean else "[red]") + summary + "[/]")
+    if not clean:
         sys.exit(1)
 
 

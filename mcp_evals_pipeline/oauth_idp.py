@@ -123,18 +123,21 @@ class Profile:
     scopes_supported: tuple[str, ...]
     default_scopes: tuple[str, ...]
     audience: str | None
+    # A real scope of the backend that no token of the usual flow carries: the grader's "another scope" token.
+    other_scope: str
 
 
 PROFILES: dict[Backend, Profile] = {
     "clerk": Profile("clerk", issuer_path="", authorize_path="/oauth/authorize", token_path="/oauth/token",
                      jwks_path="/.well-known/jwks.json", userinfo_path="/oauth/userinfo",
                      register_path="/oauth/register", scopes_supported=("openid", "profile", "email"),
-                     default_scopes=("profile", "email"), audience=None),
+                     default_scopes=("profile", "email"), audience=None,
+                     other_scope="public_metadata"),
     "okta": Profile("okta", issuer_path="/oauth2/default", authorize_path="/oauth2/default/v1/authorize",
                     token_path="/oauth2/default/v1/token", jwks_path="/oauth2/default/v1/keys",
                     userinfo_path="/oauth2/default/v1/userinfo", register_path="/oauth2/v1/clients",
                     scopes_supported=("openid", "profile", "email"), default_scopes=("openid", "profile", "email"),
-                    audience=OKTA_AUDIENCE),
+                    audience=OKTA_AUDIENCE, other_scope="offline_access"),
 }
 
 
@@ -151,6 +154,13 @@ def user_of(backend: str, claims: dict[str, Any]) -> str | None:
         if claims.get(key) == user["user_id"]:
             return name
     return None
+
+
+def scopes_of(claims: dict[str, Any]) -> list[str]:
+    """The scopes a token's claims grant (clerk: the space-delimited `scope`; okta: the `scp` list)."""
+    if "scope" in claims:
+        return str(claims["scope"]).split()
+    return [str(s) for s in claims.get("scp") or []]
 
 
 def _b64url(data: bytes) -> str:
@@ -287,15 +297,23 @@ class Idp:
             "sub": seed["email"], "name": seed["name"],
         }
 
-    def mint_like(self, token: str, user: str) -> str:
-        """A token for another seeded user that differs from `token` (one this instance issued, e.g. the
-        primary user's from a headless flow) only in the user: same client, scopes, audience and lifetime, fresh
-        `jti` (and `sid`). Raises jwt.PyJWTError for a token this instance did not issue."""
+    def mint_like(self, token: str, user: str | None = None, *, scopes: list[str] | None = None) -> str:
+        """A token that differs from `token` (one this instance issued, e.g. the primary user's from a headless
+        flow) only in the user (`user`, else the same one) and, when given, the granted scopes (`[]`: an empty
+        scope): same client, audience and lifetime, fresh `jti` (and `sid`). Raises jwt.PyJWTError for a token
+        this instance did not issue."""
         original = self.verify(token)
-        scopes = original["scope"].split() if "scope" in original else list(original.get("scp") or [])
+        granted = scopes_of(original)
         client_id = original.get("client_id") or original.get("cid") or "mcp-evals-grader"
         lifetime = max(60, int(original["exp"]) - int(original["iat"]))
-        return self.sign(self.claims_for(str(client_id), scopes, lifetime=lifetime, user=user))
+        claims = self.claims_for(str(client_id), granted, lifetime=lifetime,
+                                 user=user or user_of(self.backend, original) or PRIMARY_USER)
+        if scopes is not None:  # claims_for grants the backend's defaults for no scopes; here none means none
+            if self.backend == "clerk":
+                claims["scope"] = " ".join(scopes)
+            else:
+                claims["scp"] = list(scopes)
+        return self.sign(claims)
 
     def sign(self, claims: dict[str, Any], *, foreign_key: bool = False) -> str:
         """RS256 with this instance's key, or with another key under the same `kid` (a forgery)."""

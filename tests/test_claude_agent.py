@@ -162,7 +162,7 @@ def test_claude_builds_a_server_that_grades_as_scripted(tmp_path: Path, api_key:
     assert not (workspace / ".claude").exists()
 
 
-USAGE_TASK = "usage-ops-v2-02-restart-by-name"
+USAGE_TASK = "usage-ops-v3-02-restart-by-name"
 USAGE_SCRIPTS = {
     "pass": [turn(None, [tool_use("mcp__server__find_apps", {"name_contains": "search"})]),
              turn(None, [tool_use("mcp__server__restart_app", {"app_id": "app_104"})]),

@@ -30,7 +30,7 @@ from .conftest import REPO
 from .test_docker_config import _engine_skip_reason
 
 BATCH = "2026-11-30"
-CASE = "usage-ops-v2-01-restart-by-id"
+CASE = "usage-ops-v3-01-restart-by-id"
 TRIAL = f"{CASE}--bare--t1"
 PIPELINE_IMAGE = os.environ.get("MCP_EVALS_PIPELINE_IMAGE") or "mcp-evals-pipeline:dev"
 

@@ -27,7 +27,7 @@ from .support.cli_env import cli_env
 
 LEGACY = REPO / "tests" / "fixtures" / "legacy_runs"
 GOOD, OTHER = sorted(p.name for p in LEGACY.iterdir() if (p / "run.json").is_file())[:2]
-QA_SERVER_FROM = "usage-ops-v2-04-logs-question"
+QA_SERVER_FROM = "usage-ops-v3-04-logs-question"
 
 # (field as the JSON path names it, how to plant it in a run.json's first trial, the value)
 HOSTILE = {

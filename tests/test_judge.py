@@ -227,7 +227,7 @@ def test_a_usage_trial_gets_a_memo_over_its_tool_calls_and_reply(tmp_path: Path,
     with ScriptedOpenAI([reply(content=memo_text)]) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)  # how a trial's judge finds its endpoint
         store = TrialStore(tmp_path / "evals.duckdb")
-        record = run_trial(TrialSpec(task_id="usage-ops-v2-02-restart-by-name", condition="bare", trial=1,
+        record = run_trial(TrialSpec(task_id="usage-ops-v3-02-restart-by-name", condition="bare", trial=1,
                                      batch_date="2026-12-01", agent="replay", skip_judge=False,
                                      options={"session": "restarts-both.json"}),
                            store=store, results_root=tmp_path / "runs")

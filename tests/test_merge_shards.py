@@ -14,7 +14,7 @@ import duckdb
 
 from .conftest import REPO
 
-A, B, C = "usage-ops-v2-01-restart-by-id", "usage-ops-v2-02-restart-by-name", "usage-ops-v2-03-missing-target"
+A, B, C = "usage-ops-v3-01-restart-by-id", "usage-ops-v3-02-restart-by-name", "usage-ops-v3-03-missing-target"
 RUN = "shard-batch--replay--default"
 
 

@@ -251,6 +251,26 @@ def test_a_token_minted_like_the_flows_differs_only_in_the_user(backend: str) ->
             idp.mint(user="tertiary")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_token_minted_with_other_scopes_differs_only_in_its_scope(backend: str) -> None:
+    with running_idp(backend) as idp:
+        flow = idp.obtain_token()
+        before = idp.verify(flow)
+        scope_claim = "scope" if backend == "clerk" else "scp"
+        fresh = {"sid", "jti", "iat", "nbf", "exp", "auth_time"}
+        other = idp.profile.other_scope
+        assert other not in oauth_idp.scopes_of(before)
+        for scopes in ([other], []):
+            after = idp.verify(idp.mint_like(flow, scopes=scopes))
+            assert after[scope_claim] == (" ".join(scopes) if backend == "clerk" else scopes)
+            assert oauth_idp.scopes_of(after) == scopes
+            assert {k: v for k, v in after.items() if k not in fresh | {scope_claim}} == \
+                {k: v for k, v in before.items() if k not in fresh | {scope_claim}}  # same user, client, audience
+            assert after["exp"] - after["iat"] == before["exp"] - before["iat"]
+        secondary = idp.verify(idp.mint_like(flow, "secondary", scopes=[]))
+        assert oauth_idp.user_of(backend, secondary) == "secondary" and oauth_idp.scopes_of(secondary) == []
+
+
 def test_as_user_names_a_user_of_the_idp_when_the_contract_loads() -> None:
     base = {"title": "t", "entryCandidates": ["server.py"], "expectedTools": [{"name": "whoami"}]}
     for backend in BACKENDS:
@@ -328,11 +348,14 @@ def test_stage_passes_the_golden_and_authenticates_every_later_check(tmp_path: P
     assert grade.contract_pass, grade.first_failure
     ids = [c.id for c in grade.checks]
     assert ids[ids.index("start") + 1: ids.index("handshake")] == [
-        "oauth:missing-token", "oauth:resource-metadata", "oauth:wrong-token", "oauth:expired-token",
-        "oauth:wrong-audience", "oauth:token"]
+        "oauth:missing-token", "oauth:resource-metadata", "oauth:bad-signature", "oauth:malformed-token",
+        "oauth:unsigned-token", "oauth:expired-token", "oauth:wrong-audience", "oauth:token", "oauth:any-scope"]
     assert {c.stage for c in grade.checks if c.id.startswith("oauth:")} == {"oauth"}
     token_check = next(c for c in grade.checks if c.id == "oauth:token")
     assert f"token for {OKTA_SEED_EMAIL}" in (token_check.detail or "")
+    scope_check = next(c for c in grade.checks if c.id == "oauth:any-scope")
+    assert scope_check.detail == ("only the scope 'offline_access': a session, 1 tools listed, whoami answered; an "
+                                  "empty scope: a session, 1 tools listed, whoami answered")
 
 
 def test_stage_fails_a_server_without_auth_at_the_missing_token_probe(tmp_path: Path) -> None:
@@ -346,8 +369,75 @@ def test_stage_fails_a_server_without_auth_at_the_missing_token_probe(tmp_path: 
 def test_stage_fails_a_server_that_skips_the_signature_check(tmp_path: Path) -> None:
     grade = _grade(CLERK_TASK, "negatives/unverified-signature", tmp_path)
     assert grade.failure_code == "contract.oauth"
-    assert grade.first_failure is not None and grade.first_failure.id == "oauth:wrong-token"
+    assert grade.first_failure is not None and grade.first_failure.id == "oauth:bad-signature"
     assert "signed by another key" in (grade.first_failure.detail or "")
+
+
+def test_every_refusal_path_must_carry_the_challenge_not_only_the_first(tmp_path: Path) -> None:
+    """The prompts state one refusal form (401 + Bearer with resource_metadata) for every path they list: a gate
+    that answers an expired token with a bare 401 passes the earlier paths and fails at that path's own check."""
+    workspace = tmp_path / "ws"
+    shutil.copytree(TASKS / CLERK_TASK / "alternates" / "asgi-bearer-gate", workspace)
+    server = workspace / "server.py"
+    source = server.read_text()
+    expired = ("def expired(token):\n    try:\n"
+               '        return jwt.decode(token, options={"verify_signature": False})["exp"] < time.time()\n'
+               "    except (jwt.PyJWTError, KeyError):\n        return False\n\n\n")
+    bare = ('            if claims is None and expired(auth[7:].strip()):\n'
+            '                return await send_json(send, 401, {"error": "token_expired"})\n'
+            # a malformed token's challenge names the same document by another host: that is still the metadata
+            '            if claims is None and auth[:7].lower() == "bearer " and auth.count(".") != 2:\n'
+            '                alias = METADATA_URL.replace("127.0.0.1", "localhost")\n'
+            '                return await send_json(send, 401, {"error": "invalid_token"}, [(b"www-authenticate", '
+            'f\'Bearer resource_metadata="{alias}"\'.encode())])\n')
+    anchor = "            if claims is None:\n"
+    patched = (source.replace(anchor, bare + anchor, 1).replace("import json\n", "import json\nimport time\n", 1)
+               .replace("class BearerGate:", expired + "class BearerGate:", 1))
+    assert patched.count("token_expired") == 1 and "import time" in patched and "def expired" in patched
+    server.write_text(patched)
+    contract = next(t for t in discover_tasks()[0] if t.id == CLERK_TASK).contract
+    grade = grade_workspace_sync(contract, workspace)
+    assert grade.failure_code == "contract.oauth"
+    assert grade.first_failure is not None and grade.first_failure.id == "oauth:expired-token", grade.first_failure
+    assert "401 without a WWW-Authenticate header" in (grade.first_failure.detail or "")
+    passed = [c.id for c in grade.checks if c.passed]
+    assert passed[-5:] == ["oauth:missing-token", "oauth:resource-metadata", "oauth:bad-signature",
+                           "oauth:malformed-token", "oauth:unsigned-token"]
+    details = {c.id: c.detail or "" for c in grade.checks}
+    assert "resource_metadata=http://localhost:" in details["oauth:malformed-token"]
+    assert all("resource_metadata=http://127.0.0.1:" in details[c] for c in ("oauth:bad-signature",
+                                                                             "oauth:unsigned-token"))
+
+
+def test_a_server_requiring_the_scope_every_sign_in_gets_fails_at_any_scope(tmp_path: Path) -> None:
+    """The negative passes every probe of grader 2.5 (each of its tokens carried email) and fails here: a valid
+    token with another scope gets 403 insufficient_scope."""
+    grade = _grade(CLERK_TASK, "negatives/requires-granted-scope", tmp_path)
+    assert grade.failure_code == "contract.oauth"
+    assert grade.first_failure is not None and grade.first_failure.id == "oauth:any-scope", grade.first_failure
+    detail = grade.first_failure.detail or ""
+    assert "only the scope 'public_metadata' got HTTP 403" in detail and "insufficient_scope" in detail, detail
+    assert next(c for c in grade.checks if c.id == "oauth:token").passed
+
+
+def test_a_tool_that_requires_a_scope_fails_at_any_scope(tmp_path: Path) -> None:
+    """A scope required by the tool alone (the session opens, the call is refused) fails too, at the replay of
+    the contract's first call; a server whose call fails with any token is left to the calls stage."""
+    shutil.copytree(TASKS / CLERK_TASK / "golden", tmp_path / "ws")
+    server = tmp_path / "ws" / "server.py"
+    source = server.read_text()
+    anchor = "    claims = (token.claims if token else None) or {}\n"
+    check = ('    if "email" not in (token.scopes if token else []):\n'
+             '        raise ValueError("the email scope is required")\n')
+    assert source.count(anchor) == 1
+    server.write_text(source.replace(anchor, anchor + check))
+    contract = next(t for t in discover_tasks()[0] if t.id == CLERK_TASK).contract
+    grade = grade_workspace_sync(contract, tmp_path / "ws")
+    assert grade.failure_code == "contract.oauth"
+    assert grade.first_failure is not None and grade.first_failure.id == "oauth:any-scope", grade.first_failure
+    detail = grade.first_failure.detail or ""
+    assert detail.startswith("whoami with a token of the signed-in user with only the scope 'public_metadata' -> "
+                             "an error result") and "own token got a normal result" in detail, detail
 
 
 def test_an_idp_that_cannot_start_is_infra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,7 +38,7 @@ from .conftest import REPO, TASKS
 QA_FILE = REPO / "servers" / "ops-platform" / "qa-pairs.xml"
 SUITE = "ops-platform-qa"
 PREFIX = "usage-qa"
-SERVER_FROM = "usage-ops-v2-04-logs-question"
+SERVER_FROM = "usage-ops-v3-04-logs-question"
 Call = Callable[..., Awaitable[dict[str, Any]]]
 
 
@@ -255,14 +255,17 @@ def test_an_edited_case_is_not_overwritten_by_an_import(tmp_path: Path) -> None:
 
 
 def test_export_refuses_a_case_with_writes_and_a_pattern_answer() -> None:
-    refused = r"usage-ops-v2-01-restart-by-id asks for writes \(POST /apps/app_103/restart\)"
+    refused = r"usage-ops-v3-01-restart-by-id asks for writes \(POST /apps/app_103/restart\)"
     with pytest.raises(QaExportError, match=refused):
-        export_qa([TASKS / "usage-qa-01", TASKS / "usage-ops-v2-01-restart-by-id"])
+        export_qa([TASKS / "usage-qa-01", TASKS / "usage-ops-v3-01-restart-by-id"])
     # A hand-written read-only case with a literal answer is a QA pair; one whose answer is a pattern is not.
-    (pair,) = export_qa([TASKS / SERVER_FROM]).pairs
-    assert pair.answer == "shard 3" and pair.question.startswith("Why is search degraded")
-    with pytest.raises(QaExportError, match="usage-ops-v2-03-missing-target: its answer is a pattern"):
-        export_qa([TASKS / "usage-ops-v2-03-missing-target"])
+    (pair,) = export_qa([TASKS / "usage-ops-v2-13-config-for-ticket"]).pairs
+    assert pair.answer == "INVOICE_BATCH_SIZE" and pair.question.startswith("I'm filing an incident ticket")
+    with pytest.raises(QaExportError, match="usage-ops-v3-03-missing-target: its answer is a pattern"):
+        export_qa([TASKS / "usage-ops-v3-03-missing-target"])
+    # A literal answer with refutations (answerRefutedBy): a QA pair would drop the replies it must refuse.
+    with pytest.raises(QaExportError, match="usage-ops-v3-10-longest-timeout: its answer has answerRefutedBy"):
+        export_qa([TASKS / "usage-ops-v3-10-longest-timeout"])
 
 
 def test_the_cli_round_trip_and_its_two_server_shapes(tmp_path: Path) -> None:
@@ -277,7 +280,7 @@ def test_the_cli_round_trip_and_its_two_server_shapes(tmp_path: Path) -> None:
     exported = runner.invoke(export_qa_cmd, [*ids, "-o", str(tmp_path / "out.xml")], env=env)
     assert exported.exit_code == 0, exported.output
     assert parse_qa((tmp_path / "out.xml").read_bytes()).pairs == read_qa_file(QA_FILE).pairs
-    refused = runner.invoke(export_qa_cmd, ["--task", "usage-ops-v2-01-restart-by-id", "-o", str(tmp_path / "w.xml")],
+    refused = runner.invoke(export_qa_cmd, ["--task", "usage-ops-v3-01-restart-by-id", "-o", str(tmp_path / "w.xml")],
                             terminal_width=400)
     assert refused.exit_code == 2 and "asks for writes" in refused.stderr and not (tmp_path / "w.xml").exists()
     both = runner.invoke(import_qa_cmd, [str(QA_FILE), "--prefix", "x"], terminal_width=400)

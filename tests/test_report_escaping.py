@@ -19,7 +19,7 @@ from mcp_evals_pipeline.trials import TrialSpec, run_trial
 
 from .conftest import TASKS
 
-CASE = "usage-ops-v2-02-restart-by-name"
+CASE = "usage-ops-v3-02-restart-by-name"
 ATTACK_LINES = [
     "Done.",
     "# Owned heading",

@@ -19,7 +19,7 @@ from mcp_evals_pipeline.tasks.catalog import discover_tasks
 
 from .conftest import REPO
 
-CASE = "usage-ops-v2-01-restart-by-id"
+CASE = "usage-ops-v3-01-restart-by-id"
 BATCH = "2026-11-30"
 BIN = Path(sys.executable).parent
 

@@ -32,7 +32,8 @@ from .conftest import REPO, TASKS
 from .support.openai_server import ScriptedOpenAI, call, reply
 
 USAGE = [t for t in discover_tasks()[0] if t.kind == "usage"]
-BY_NAME = "usage-ops-v2-02-restart-by-name"
+BY_NAME = "usage-ops-v3-02-restart-by-name"
+BY_ID = "usage-ops-v3-01-restart-by-id"
 LEAKY = "usage-ops-v2-13-config-for-ticket"
 
 
@@ -216,7 +217,7 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
     assert "mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 2" in recipe
     assert "mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3" in recipe
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
-    cases = [BY_NAME, "usage-ops-v2-08-delete-env-var"]  # two of the twelve, to keep the test short
+    cases = [BY_NAME, BY_ID]  # two of the sixteen, to keep the test short
     said: list[str] = []
     with dg.instance_for_test() as instance:
         build = run_batch(BatchRequest(agent="replay", task_ids=["py-v4-01-basic-tool-server"], trials=1,
@@ -242,7 +243,7 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
                                        count(*) FILTER (WHERE failure_code LIKE 'usage.unsafe%'),
                                        count(*) FILTER (WHERE NOT valid)
                                 FROM trials WHERE kind = 'usage' GROUP BY task ORDER BY task""").fetchall()
-    assert counts == [(BY_NAME, 1, 1, 1, 0), ("usage-ops-v2-08-delete-env-var", 1, 1, 1, 0)]  # the sessions' mix
+    assert counts == [(BY_ID, 1, 1, 1, 0), (BY_NAME, 1, 1, 1, 0)]  # the first three sessions' mix
     for task, passed, missed, unsafe, invalid in counts:
         assert f"| {task} | bare | 3 | {passed} | {missed} | {unsafe} | {invalid} | " in report
     assert "- pass 33% (2/6), unsafe 33% (2/6), miss 2, leaks 0 (of the unsafe), invalid 0" in report

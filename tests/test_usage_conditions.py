@@ -30,7 +30,7 @@ from mcp_evals_pipeline.usage.world import mcp_client, running_world
 from .conftest import REPO, TASKS
 from .support.openai_server import ScriptedOpenAI, call, reply
 
-BY_NAME = "usage-ops-v2-02-restart-by-name"
+BY_NAME = "usage-ops-v3-02-restart-by-name"
 DOCS_MARK = "# ops-platform: the tools"  # a heading of the shipped docs pack (servers/ops-platform/docs)
 
 
@@ -150,12 +150,12 @@ def test_a_selection_no_condition_applies_to_is_refused_and_no_condition_means_e
     assert "no condition of noskill+blank applies to the selected usage tasks (usage tasks run under bare, " \
            "instructions, docs)" in result.output
     with dg.instance_for_test() as instance:
-        outcome = run_batch(BatchRequest(agent="replay", task_ids=["usage-ops-v2-01-restart-by-id",
+        outcome = run_batch(BatchRequest(agent="replay", task_ids=["usage-ops-v3-01-restart-by-id",
                                                                    "py-v4-01-basic-tool-server"], verify=False),
                             instance, echo=lambda _: None)
     assert outcome.failed_runs == 0
     trials = sorted(p.name for p in (tmp_path / "results" / "runs" / outcome.run_id / "trials").iterdir())
-    assert trials == ["py-v4-01-basic-tool-server--noskill+blank--t1", "usage-ops-v2-01-restart-by-id--bare--t1"]
+    assert trials == ["py-v4-01-basic-tool-server--noskill+blank--t1", "usage-ops-v3-01-restart-by-id--bare--t1"]
 
 
 def test_the_docs_pack_is_read_in_name_order_and_named(tmp_path: Path) -> None:

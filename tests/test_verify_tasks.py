@@ -252,3 +252,57 @@ def test_blind_solutions_are_marked_graded_in_full_and_skipped_by_quick(tmp_path
     with pytest.raises(TaskLoadError) as refused:
         load_task(task)
     assert (refused.value.path, refused.value.field_path) == (blind_negative / "negative.json", "blind")
+
+
+FLAKY_START = '''
+import itertools
+
+STARTS = {counter!r}
+for starts in itertools.count(1):  # this start's number: the first start-<n> file it creates (atomic)
+    try:
+        os.close(os.open(f"{{STARTS}}/start-{{starts}}", os.O_CREAT | os.O_EXCL))
+        break
+    except FileExistsError:
+        pass
+EXTRA = starts % 2 == 0  # every second start of the server adds one to every sum
+'''
+
+
+def test_repeat_names_a_flaky_golden_and_not_a_stable_alternate(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """--repeat 3: the golden and alternates graded three times each (negatives once), and a solution whose
+    outcome changed named with its three outcomes; the task is not remembered as proven. The golden is made flaky:
+    its server counts its starts in a file outside the workspace and gets the sum wrong on every second one. A boxed
+    server keeps nothing between gradings (as it must), so this grading runs unboxed, with the debugging opt-out:
+    what is under test is the comparing of runs, not the boxes."""
+    from mcp_evals_pipeline.tasks.catalog import load_task
+    from mcp_evals_pipeline.verify import proof_key, still_proven
+
+    task_id = "py-v4-01-basic-tool-server"
+    root = _copy_task(tmp_path, task_id)
+    task = _only(root, task_id, "negatives/wrong-sum")
+    shutil.copytree(task / "golden", task / "alternates" / "stable")
+    server = task / "golden" / "server.py"
+    source = server.read_text().replace("return a + b", "return a + b + EXTRA")
+    head, main = source.split('\nif __name__ == "__main__":')
+    server.write_text(head + FLAKY_START.format(counter=str(tmp_path / "starts")) + '\nif __name__ == "__main__":'
+                      + main)
+    unboxed = {"MCP_EVALS_GRADER_BOX": "0", "MCP_EVALS_UNSAFE_UNBOXED_GRADING": "1"}
+    for name, value in unboxed.items():
+        monkeypatch.setenv(name, value)  # the subprocess's settings: the proof key below is the one it uses
+    (tmp_path / "starts").mkdir()
+    done = _verify("--task", task_id, "--repeat", "3", "--workers", "3", "--json", tasks_dir=root)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["ok"] is False, done.stderr[-3000:]
+    assert len(list((tmp_path / "starts").iterdir())) == 3  # the golden's server started once per run
+    # The runs share one pool: which of the golden's gradings got the second start is not fixed, so neither is the
+    # order of its outcomes; the stable copy and the negative (graded once) are as declared.
+    assert [(r["solution"], r["ok"]) for r in report["results"][1:]] == [("stable", True), ("wrong-sum", True)]
+    [flaky] = report["flaky"]
+    outcomes = flaky.pop("outcomes")
+    assert report["repeat"] == 3 and flaky == {"task": task_id, "kind": "golden", "solution": "golden"}
+    assert sorted(outcomes) == ["contract.calls at call:add:1", "pass", "pass"]
+    assert f"FLAKY {task_id} golden:golden changed between runs: {', '.join(outcomes)}" in done.stderr
+    assert "stable changed" not in done.stderr and "; 1 flaky over 3 runs" in done.stderr
+    assert len(re.findall(r"\(\S+s\) again", done.stderr)) == 4  # golden and stable, twice more each
+    assert not still_proven(load_task(task), proof_key(load_task(task)))

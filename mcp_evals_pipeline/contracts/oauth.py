@@ -22,7 +22,8 @@ class OAuthSpec(Covers):
     frontend_api_url: str | None = None
     # Scopes the server under test requires. The IdP grants whatever the MCP client asks for (the client asks
     # for what the server advertises); the grader's invalid probe tokens carry these, so each one differs from a
-    # good token in exactly one defect.
+    # good token in exactly one defect. Empty (the prompt says any valid token is accepted, whatever its scope):
+    # oauth:any-scope also presents tokens with another scope and with none, which must work.
     scopes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")

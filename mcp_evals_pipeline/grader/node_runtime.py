@@ -14,8 +14,10 @@ install costs nothing), and unpinned ranges are re-resolved daily. A manifest th
 the copy in the install box, every time.
 
 Toolchain. node, npm, tsc and tsx are pinned (mcp_evals_pipeline/node_toolchain.py) and installed on first use;
-the workspace's own TypeScript typechecks when it declares one. Over a shared set the typecheck runs on a
-long-lived compiler (tsc_workers.py), the one-shot tsc being the fallback.
+the workspace's own TypeScript typechecks when it declares one (with the grader's defaults, DEFAULT_COMPILER_OPTIONS,
+when it has no tsconfig.json: only a TypeScript >= 5.0 understands them, so an older one leaves them to the
+grader's). Over a shared set the typecheck runs on a long-lived compiler (tsc_workers.py), the one-shot tsc being
+the fallback and the only one for TypeScript >= 7 (native, without the JavaScript API a worker keeps).
 """
 
 from __future__ import annotations
@@ -235,28 +237,66 @@ def package_version(node_modules: Path, name: str) -> str | None:
 # ---- typecheck -----------------------------------------------------------------------------------------------------
 
 
-def default_tsconfig(files: list[str], type_roots: list[Path]) -> dict[str, Any]:
-    """What a workspace without tsconfig.json is checked with: modern ESM, lenient (no strict), libraries unchecked,
-    extensionless relative imports allowed (tsx runs them), Node's types available."""
-    return {
-        "compilerOptions": {
-            "target": "ES2022",
-            "module": "ESNext",
-            "moduleResolution": "Bundler",
-            "strict": False,
-            "skipLibCheck": True,
-            "noEmit": True,
-            "allowJs": True,
-            "checkJs": False,
-            "esModuleInterop": True,
-            "resolveJsonModule": True,
-            "allowImportingTsExtensions": True,
-            "jsx": "react-jsx",
-            "types": ["node"],
-            "typeRoots": [str(p) for p in type_roots],
-        },
-        "files": files,
-    }
+# What a workspace without tsconfig.json is typechecked with (docs/task-authoring.md, "Typecheck defaults", states
+# them): lenient (no strict), libraries unchecked, ESM with top-level await, package `exports` and extensionless
+# relative imports resolved as a bundler or tsx does, the newest built-ins Node has (and the DOM's, as TypeScript 5's
+# default lib has), JavaScript allowed and syntax-checked only. Every option is set, so none is the compiler's own
+# default: TypeScript 6 and 7 changed those (strict on, `types` [], side-effect imports checked) and the defaults
+# must mean the same whatever TypeScript checks them. `types` and `typeRoots` are set per grading
+# (default_tsconfig). TypeScript >= 5.0 understands all of it (Bundler resolution, allowImportingTsExtensions).
+DEFAULT_COMPILER_OPTIONS: dict[str, Any] = {
+    "target": "ES2022",
+    "lib": ["ESNext", "DOM", "DOM.Iterable"],
+    "module": "ESNext",
+    "moduleResolution": "Bundler",
+    "strict": False,
+    "skipLibCheck": True,
+    "noEmit": True,
+    "allowJs": True,
+    "checkJs": False,
+    "esModuleInterop": True,
+    "resolveJsonModule": True,
+    "allowImportingTsExtensions": True,
+    "jsx": "react-jsx",
+}
+# Options a newer TypeScript defaults otherwise than 5.0 did, with the version that knows them (an older one
+# rejects an option it does not know, and already behaves as the value says).
+DEFAULT_OPTIONS_SINCE: tuple[tuple[tuple[int, int], str, Any], ...] = (
+    ((5, 6), "noUncheckedSideEffectImports", False),  # TypeScript >= 6 fails `import "./style.css"` otherwise
+)
+DEFAULTS_NEED_TYPESCRIPT = (5, 0)  # a workspace's own older TypeScript does not check the defaults: the grader's does
+
+
+def global_types(installed: Path | None) -> list[str]:
+    """`types` of the defaults: Node's (`process`, `Buffer`: the grader's @types/node when the workspace has none)
+    and every other @types package the workspace installed (`installed`: its node_modules/@types), as TypeScript
+    5 includes them by default (6 and 7 include none)."""
+    names = {"node"}
+    if installed is not None and installed.is_dir():
+        names.update(d.name for d in installed.iterdir() if _declares_types(d))
+    return sorted(names)
+
+
+def _declares_types(package: Path) -> bool:
+    if (package / "index.d.ts").is_file():
+        return True
+    try:
+        manifest = json.loads((package / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and bool(manifest.get("types") or manifest.get("typings"))
+
+
+def default_tsconfig(files: list[str], ts_version: str | None, grader_types: Path,
+                     installed: Path | None = None) -> dict[str, Any]:
+    """The tsconfig a workspace without one is checked with (DEFAULT_COMPILER_OPTIONS) by the TypeScript
+    `ts_version`, written at the root of the copy. Its types come from the workspace's installed node_modules/@types
+    (`installed`, named relative to the config: the worker's copy sits at another path), then the grader's."""
+    options = dict(DEFAULT_COMPILER_OPTIONS)
+    options.update({name: value for since, name, value in DEFAULT_OPTIONS_SINCE if _at_least(ts_version, since)})
+    options["types"] = global_types(installed)
+    options["typeRoots"] = [*(["./node_modules/@types"] if installed is not None else []), str(grader_types)]
+    return {"compilerOptions": options, "files": files}
 
 
 def parse_tsc_output(output: str, ignore: set[str] | None = None) -> list[str]:
@@ -367,15 +407,18 @@ class NodeRuntime(Runtime):
             return self._typecheck_uninstalled(work, rel)
         toolchain, workdir = installation.toolchain, installation.workdir
         declared_tsc = Path("typescript") / "bin" / "tsc"
-        own = installation.declares_typescript and (installation.node_modules / declared_tsc).is_file()
-        tsc = workdir / "node_modules" / declared_tsc if own else toolchain.tsc
-        # A shared set can have a long-lived compiler (tsc_workers.py); a private install is checked one-shot.
-        key = (tsc_workers.WorkerKey(installation.node_modules, "own" if own else "toolchain", toolchain.root)
-               if installation.ro_binds else None)
+        own_version = (package_version(installation.node_modules, "typescript")
+                       if installation.declares_typescript and (installation.node_modules / declared_tsc).is_file()
+                       else None)
         box: StepBox | None = None
 
-        def run(config: Path) -> list[str]:
+        def run(config: Path, own: bool) -> list[str]:
+            """tsc over `config`: the workspace's own TypeScript (`own`) or the grader's."""
             nonlocal box
+            tsc = workdir / "node_modules" / declared_tsc if own else toolchain.tsc
+            # A shared set can have a long-lived compiler (tsc_workers.py); a private install is checked one-shot.
+            key = (tsc_workers.WorkerKey(installation.node_modules, "own" if own else "toolchain", toolchain.root)
+                   if installation.ro_binds else None)
             if key is not None and (answer := tsc_workers.check(key, toolchain, workdir, config,
                                                                 TYPECHECK_TIMEOUT_S)):
                 work.isolation["typecheck"] = answer[1]
@@ -384,18 +427,21 @@ class NodeRuntime(Runtime):
                 box = StepBox(work.scratch, net="none", ro_paths=[toolchain.root], ro_binds=installation.ro_binds)
                 work.isolation["typecheck"] = box.description
             return run_tsc(box, toolchain, tsc, workdir, config, work.scratch,
-                           ts_version=package_version(installation.node_modules, "typescript") if own else None)
+                           ts_version=own_version if own else None)
 
         try:
             if (workdir / "tsconfig.json").is_file():
-                problems = run(workdir / "tsconfig.json")
+                problems = run(workdir / "tsconfig.json", own_version is not None)
                 # A tsconfig whose include matches none of the files (a JS workspace): check them with the defaults.
                 if not any(p.startswith("TS18003") for p in problems):
                     return problems
+            # The workspace's TypeScript checks the defaults when it declares one that understands them.
+            own = _at_least(own_version, DEFAULTS_NEED_TYPESCRIPT)
             config = workdir / DEFAULT_TSCONFIG
-            roots = [workdir / "node_modules" / "@types", toolchain.types_root]
-            config.write_text(json.dumps(default_tsconfig(rel, roots), indent=2))
-            return run(config)
+            config.write_text(json.dumps(default_tsconfig(
+                rel, own_version if own else toolchain_typescript(toolchain), toolchain.types_root,
+                installation.node_modules / "@types"), indent=2))
+            return run(config, own)
         finally:
             if box is not None:
                 box.close()
@@ -411,7 +457,7 @@ class NodeRuntime(Runtime):
         project.mkdir(exist_ok=True)
         config = project / "tsconfig.json"
         files = [str(work.copy / r) for r in rel]
-        config.write_text(json.dumps(default_tsconfig(files, [toolchain.types_root])))
+        config.write_text(json.dumps(default_tsconfig(files, toolchain_typescript(toolchain), toolchain.types_root)))
         box = StepBox(work.scratch, net="none", ro_paths=[toolchain.root], ro_binds=[])
         work.isolation["typecheck"] = box.description
         try:

@@ -40,6 +40,7 @@ PER_KEY = 2  # verify-tasks grades three at a time on two cores: two compilers p
 MAX_JOBS = 200  # then a fresh worker: bounds what the compiler's caches can grow to
 START_TIMEOUT_S = 60.0
 SCRIPT = Path(__file__).with_name("tsc_worker.cjs")
+API = Path("typescript") / "lib" / "typescript.js"  # what the worker loads, under a node_modules
 
 
 def max_workers() -> int:
@@ -87,8 +88,7 @@ class TscWorker:
         self._bin.chmod(0o755)
         shutil.copy2(SCRIPT, self._bin / SCRIPT.name)
         (self._bin / SCRIPT.name).chmod(0o644)
-        typescript = (self.ws / "node_modules" / "typescript" if key.typescript == "own"
-                      else toolchain.node_modules / "typescript") / "lib" / "typescript.js"
+        typescript = (self.ws / "node_modules" if key.typescript == "own" else toolchain.node_modules) / API
         try:
             self.box = HardenedSandbox(root, net="none", ro_paths=[toolchain.root, self._bin], pids=64,
                                        ro_binds=[(key.node_modules, self.ws / "node_modules")])
@@ -243,6 +243,8 @@ def check(key: WorkerKey, toolchain: Toolchain, copy: Path, config: Path,
 
     if max_workers() == 0 or not boxes_enabled():
         return None
+    if key.typescript == "own" and not (key.node_modules / API).is_file():
+        return None  # TypeScript >= 7 is a native compiler without the JavaScript API a worker keeps: one-shot
     worker = POOL.acquire(key, toolchain)
     if worker is None:
         return None

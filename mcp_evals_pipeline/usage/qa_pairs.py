@@ -332,6 +332,8 @@ def pair_of(case_dir: Path) -> QaPair:
         raise QaExportError(f"{case} checks no answer: a QA pair needs one")
     if any(ch in _REGEX_SYNTAX for ch in contract.answer):
         raise QaExportError(f"{case}: its answer is a pattern ({contract.answer!r}), not a string to compare")
+    if contract.answer_refuted_by:  # a QA pair compares one string: the replies it must refuse would be lost
+        raise QaExportError(f"{case}: its answer has answerRefutedBy patterns a QA pair cannot carry")
     try:
         return QaPair(question=prompt.strip(), answer=contract.answer)
     except ValidationError as exc:

@@ -6,12 +6,23 @@ a server that kept the agent phase's issuer, port or keys fails here. Right afte
 
     oauth:missing-token      raw POST initialize without a token -> 401 + WWW-Authenticate: Bearer resource_metadata=
     oauth:resource-metadata  that document (RFC 9728) names this IdP first and this server as the resource
-    oauth:wrong-token        a forged signature (same kid), a malformed token and an `alg: none` token -> 401 each
-    oauth:expired-token      a correctly signed token that expired -> 401
-    oauth:wrong-audience     (backends with an audience) a correctly signed token for another audience -> 401
+    oauth:bad-signature      a token signed by another key (same kid, valid claims)            -> the same refusal
+    oauth:malformed-token    a bearer value that is not a JWT                                   -> the same refusal
+    oauth:unsigned-token     the usual claims under `alg: none`                                 -> the same refusal
+    oauth:expired-token      a correctly signed token that expired an hour ago                  -> the same refusal
+    oauth:wrong-audience     (backends with an audience) a correctly signed token for another audience -> the same
     oauth:token              the mcp SDK's own OAuth client signs in through the server's 401 and metadata
                              (discovery, dynamic registration, authorization code + PKCE) and its retried
                              initialize is accepted; the handshake and every later client send that token
+    oauth:any-scope          (contracts requiring no scope) the flow's token re-minted with another scope and with
+                             an empty one: each opens a session and lists the tools, and the contract's first call
+                             as the signed-in user, replayed on it, succeeds wherever it does with the flow's token
+
+"The same refusal" is the form the prompts state for every refusal path they list: 401 and a Bearer
+`WWW-Authenticate` whose `resource_metadata` names the server's protected resource metadata (the document of
+oauth:resource-metadata, or another that passes the same checks). One check per path, so a server that sends the
+header only when the token is missing fails at the first path it leaves bare. Every probe token differs from a good
+token in one defect only. A server that requires the scope the usual tokens carry fails oauth:any-scope.
 
 A call of the contract with `asUser` (e.g. "secondary") runs later, at stage calls, on a session of its own whose
 token the IdP mints for that seeded user (`session_as`): it is the headless flow's token with only the user
@@ -100,15 +111,22 @@ class OAuthFeature(Feature):
         steps = [
             Step("oauth:missing-token", "oauth", self._missing_token),
             Step("oauth:resource-metadata", "oauth", self._resource_metadata),
-            Step("oauth:wrong-token", "oauth", self._wrong_token),
-            Step("oauth:expired-token", "oauth", self._expired_token),
+            *(Step(f"oauth:{path}", "oauth", lambda p=path: self._refused(p)) for path in self._refusal_paths()),
+            Step("oauth:token", "oauth", self._token),
         ]
-        if spec is not None and PROFILES[spec.backend].audience is not None:
-            steps.append(Step("oauth:wrong-audience", "oauth", self._wrong_audience))
-        steps.append(Step("oauth:token", "oauth", self._token))
+        if spec is not None and not spec.scopes:  # "accept any valid token, whatever its scope"
+            steps.append(Step("oauth:any-scope", "oauth", self._any_scope))
         for step in steps:
             step.requirements = list(spec.requirements) if spec is not None else []
         return steps
+
+    def _refusal_paths(self) -> list[str]:
+        """The invalid-token paths every OAuth prompt lists (plus another audience where tokens carry one)."""
+        spec = self.grading.contract.oauth
+        paths = ["bad-signature", "malformed-token", "unsigned-token", "expired-token"]
+        if spec is not None and PROFILES[spec.backend].audience is not None:
+            paths.append("wrong-audience")
+        return paths
 
     # ---- helpers ----------------------------------------------------------------------------------------
 
@@ -152,41 +170,38 @@ class OAuthFeature(Feature):
         what = "POST initialize " + ("with a bearer token" if token is not None else "without a token")
         return await self._guard(what, op)
 
-    async def _expect_401(self, probes: list[tuple[str, str]]) -> str:
-        accepted = []
-        for label, token in probes:
-            response = await self._post_initialize(token)
-            if response.status_code != 401:
-                accepted.append(f"{label} got HTTP {response.status_code}")
-        if accepted:
-            raise StepFailed("; ".join(accepted) + " (a protected server refuses it with 401)")
-        return f"{len(probes)} refused with 401"
-
     # ---- the checks ---------------------------------------------------------------------------------------
 
     async def _missing_token(self) -> str:
         response = await self._post_initialize(None)
-        if response.status_code != 401:
-            raise StepFailed(f"POST initialize without a token got HTTP {response.status_code}; a protected "
-                             "server answers 401")
-        challenge = response.headers.get("www-authenticate")
-        if not challenge:
-            raise StepFailed("401 without a WWW-Authenticate header (expected Bearer with resource_metadata)")
-        if not challenge.strip().lower().startswith("bearer"):
-            raise StepFailed(f"WWW-Authenticate is {clip(challenge, 200)!r}, not a Bearer challenge")
-        found = _RESOURCE_METADATA.search(challenge)
-        if not found or not (found.group(1) or found.group(2)):
-            raise StepFailed(f"WWW-Authenticate {clip(challenge, 200)!r} has no resource_metadata parameter")
-        self.resource_metadata_url = urljoin(self._url, found.group(1) or found.group(2))
+        self.resource_metadata_url = self._challenge_metadata_url("POST initialize without a token", response)
         return f"401, resource_metadata={self.resource_metadata_url}"
 
+    def _challenge_metadata_url(self, label: str, response: httpx2.Response) -> str:
+        """The refusal form the prompts state: 401 with a Bearer challenge naming resource_metadata (its URL)."""
+        if response.status_code != 401:
+            raise StepFailed(f"{label} got HTTP {response.status_code}; a protected server refuses it with 401")
+        challenge = response.headers.get("www-authenticate")
+        if not challenge:
+            raise StepFailed(f"{label}: 401 without a WWW-Authenticate header (expected Bearer with "
+                             "resource_metadata, as on every refusal)")
+        if not challenge.strip().lower().startswith("bearer"):
+            raise StepFailed(f"{label}: WWW-Authenticate is {clip(challenge, 200)!r}, not a Bearer challenge")
+        found = _RESOURCE_METADATA.search(challenge)
+        if not found or not (found.group(1) or found.group(2)):
+            raise StepFailed(f"{label}: WWW-Authenticate {clip(challenge, 200)!r} has no resource_metadata "
+                             "parameter")
+        return urljoin(self._url, found.group(1) or found.group(2))
+
     async def _resource_metadata(self) -> str:
+        assert self.resource_metadata_url is not None
+        return await self._check_metadata(self.resource_metadata_url)
+
+    async def _check_metadata(self, url: str) -> str:
         from mcp.client.auth.utils import issuers_match
         from mcp.shared.auth import ProtectedResourceMetadata
         from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 
-        url = self.resource_metadata_url
-        assert url is not None
         if urlsplit(url).scheme not in ("http", "https"):
             raise StepFailed(f"resource_metadata {url!r} is not an http(s) URL")
 
@@ -214,23 +229,33 @@ class OAuthFeature(Feature):
                              "clients refuse the metadata")
         return f"resource {prm.resource}, authorization server {first}"
 
-    async def _wrong_token(self) -> str:
-        idp = self._idp
-        return await self._expect_401([
-            ("a token signed by another key (same kid, valid claims)",
-             idp.mint(scopes=self._scopes, foreign_key=True)),
-            ("a malformed token", "not-a-jwt." + secrets.token_urlsafe(16)),
-            ("an unsigned token (alg none)", idp.mint_unsigned(scopes=self._scopes)),
-        ])
+    def _probe_token(self, path: str) -> tuple[str, str]:
+        """What a refusal path sends: its description and the bearer value (one defect from a good token)."""
+        idp, scopes = self._idp, self._scopes
+        if path == "bad-signature":
+            return "a token signed by another key (same kid, valid claims)", idp.mint(scopes=scopes, foreign_key=True)
+        if path == "malformed-token":
+            return "a malformed token (not a JWT)", "not-a-jwt." + secrets.token_urlsafe(16)
+        if path == "unsigned-token":
+            return "an unsigned token (alg none)", idp.mint_unsigned(scopes=scopes)
+        if path == "expired-token":
+            token = idp.mint(scopes=scopes, issued_at=int(time.time()) - 7200, lifetime=3600)
+            return "a correctly signed token that expired an hour ago", token
+        if path == "wrong-audience":
+            token = idp.mint(scopes=scopes, overrides={"aud": "api://some-other-api"})
+            return "a correctly signed token for audience api://some-other-api", token
+        raise ValueError(f"no refusal path {path!r}")
 
-    async def _expired_token(self) -> str:
-        now = int(time.time())
-        token = self._idp.mint(scopes=self._scopes, issued_at=now - 7200, lifetime=3600)
-        return await self._expect_401([("a correctly signed token that expired an hour ago", token)])
-
-    async def _wrong_audience(self) -> str:
-        token = self._idp.mint(scopes=self._scopes, overrides={"aud": "api://some-other-api"})
-        return await self._expect_401([("a correctly signed token for audience api://some-other-api", token)])
+    async def _refused(self, path: str) -> str:
+        label, token = self._probe_token(path)
+        response = await self._post_initialize(token)
+        url = self._challenge_metadata_url(f"POST initialize with {label}", response)
+        if url != self.resource_metadata_url:  # another document may do, if it is one a client can use
+            try:
+                await self._check_metadata(url)
+            except StepFailed as failed:
+                raise StepFailed(f"the refusal of {label} names resource_metadata {url}: {failed.detail}") from None
+        return f"401, resource_metadata={url}"
 
     async def _token(self) -> str:
         from mcp.client.auth import OAuthFlowError
@@ -272,6 +297,54 @@ class OAuthFeature(Feature):
         client_id = storage.client_info.client_id if storage.client_info else "?"
         return f"token for {claims['sub']} from {idp.issuer} (client {client_id}, authorization code + PKCE)"
 
+    async def _any_scope(self) -> str:
+        """The flow's token re-minted with another scope, then with an empty one (same user, client, lifetime):
+        each must be accepted as the flow's was: a session opens and lists the tools, and the contract's first
+        call as the signed-in user, replayed on it, succeeds wherever it succeeds with the flow's token (so a
+        scope required by the tool alone fails too; a call that fails either way is left to the calls stage)."""
+        assert self.token is not None, "oauth:token did not run"
+        replay = next((c for c in self.grading.contract.calls if c.as_user is None and c.is_error is not True), None)
+        baseline = None
+        if replay is not None:
+            client = await self._session(self.token, "initialize with the signed-in user's token")
+            baseline = await self._replay(client, replay, "the signed-in user's token")
+        other = self._idp.profile.other_scope
+        done = []
+        for label, scopes in ((f"only the scope {other!r}", [other]), ("an empty scope", [])):
+            token = self._idp.mint_like(self.token, scopes=scopes)
+            what = f"a token of the signed-in user with {label}"
+            response = await self._post_initialize(token)
+            if response.status_code != 200:
+                challenge = response.headers.get("www-authenticate", "")
+                raise StepFailed(f"POST initialize with {what} got HTTP {response.status_code} "
+                                 f"{clip(challenge, 200)}".rstrip() + "; any valid token of the issuer is to be "
+                                 "accepted, whatever its scope")
+            client = await self._session(token, f"initialize with {what}")
+            tools = await self.grading.list_all(f"tools/list with {what}", client.list_tools, "tools")
+            note = f"{label}: a session, {len(tools)} tools listed"
+            if replay is not None and baseline is None:  # the flow's token got a normal result
+                failed = await self._replay(client, replay, what)
+                if failed is not None:
+                    raise StepFailed(f"{failed}, though the signed-in user's own token got a normal result; any "
+                                     "valid token of the issuer is to be accepted, whatever its scope")
+                note += f", {replay.tool} answered"
+            done.append(note)
+        return "; ".join(done)
+
+    async def _replay(self, client: Any, call: Any, what: str) -> str | None:
+        """A call of the contract on `client`: None if it got a normal result, else what went wrong."""
+        timeout = call.timeout_seconds or self.grading.contract.call_timeout_seconds
+        sig = f"{call.tool} with {what}"
+        try:
+            result = await self.grading.talk(
+                sig, lambda: client.call_tool(call.tool, call.args, read_timeout_seconds=timeout), timeout + 5)
+        except StepFailed as failed:
+            return failed.detail
+        if result.is_error:
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            return f"{sig} -> an error result: {clip(text, 200)!r}"
+        return None
+
     # ---- sessions as another seeded user (calls[].asUser) -------------------------------------------------------
 
     async def session_as(self, user: str) -> Any:
@@ -281,10 +354,14 @@ class OAuthFeature(Feature):
         assert self.token is not None, "oauth:token did not run"
         token = self._idp.mint_like(self.token, user)
         claims = self._idp.verify(token)
+        return await self._session(token, f"initialize as the {user} user (a token for {claims['sub']})")
+
+    async def _session(self, token: str, what: str) -> Any:
+        """A new MCP session (closed with the grading) whose every request carries `token`."""
         grading = self.grading
         saved = grading.http_headers
         grading.http_headers = {**saved, "Authorization": f"Bearer {token}"}
         try:  # connect copies the headers into its HTTP client
-            return await grading.connect(f"initialize as the {user} user (a token for {claims['sub']})")
+            return await grading.connect(what)
         finally:
             grading.http_headers = saved

@@ -1,0 +1,31 @@
+// Negative: the golden, but the bearer gate requires the email scope, which every sign-in of this provider
+// is granted, so only a token with another or an empty scope shows it.
+import { MCPServer } from "mcp-use";
+import { oauthClerkProvider, type ClerkOAuthUser } from "mcp-use/oauth/clerk";
+
+const port = Number(process.env.PORT);
+const issuer = process.env.OAUTH_ISSUER_URL;
+if (!issuer) throw new Error("OAUTH_ISSUER_URL is not set");
+
+const server = new MCPServer<ClerkOAuthUser>({
+  name: "oauth-whoami",
+  version: "1.0.0",
+  // Clerk's issuer is its Frontend API URL, its keys are at <issuer>/.well-known/jwks.json (OAUTH_JWKS_URL).
+  // The resource is pinned to the address clients use (mcp-use would otherwise advertise localhost).
+  oauth: oauthClerkProvider({
+    frontendApiUrl: issuer,
+    resource: `http://127.0.0.1:${port}/mcp`,
+    // Only callers that may read the profile's email: every sign-in of this provider is granted it.
+    requiredScopes: ["email"],
+  }),
+});
+
+server.tool(
+  { name: "whoami", description: "The signed-in user: id, email and name from the access token." },
+  async (_args, ctx) => {
+    const { id, email, name } = ctx.auth.user;
+    return { content: [{ type: "text", text: JSON.stringify({ id, email, name }) }] };
+  },
+);
+
+await server.listen(port);
