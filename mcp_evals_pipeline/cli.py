@@ -82,9 +82,8 @@ def grade(task_id: str | None, contract_path: Path | None, workspace: Path, as_j
 
 def _progress_line(done: int, total: int, result: VerifyResult, again: bool = False) -> str:
     mark = "[green]ok  [/]" if result.ok else "[red]FAIL[/]"
-    line = (f"[{done:>{len(str(total))}}/{total}] {mark} {result.task_id} {result.solution.kind}:"
-            f"{result.solution.name} expected {result.expected}, got {result.got} ({result.seconds:.1f}s)"
-            + (" again" if again else ""))
+    line = (f"[{done:>{len(str(total))}}/{total}] {mark} {result.task_id} {result.solution.label}"
+            f" expected {result.expected}, got {result.got} ({result.seconds:.1f}s)" + (" again" if again else ""))
     if not result.ok and result.why:
         line += f"\n        {result.why}"
     return line
@@ -175,7 +174,7 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
     else:
         table = Table("task", "solution", "expected", "got", "ok", "s", title="verify-tasks")
         for r in results:
-            table.add_row(r.task_id, f"{r.solution.kind}:{r.solution.name}", r.expected, r.got,
+            table.add_row(r.task_id, r.solution.label, r.expected, r.got,
                           "[green]yes[/]" if r.ok else "[red]NO[/]", f"{r.seconds:.1f}")
         out.print(table)
     summary = f"{len(results) - len(failed)}/{len(results)} solutions graded as declared"

@@ -209,6 +209,12 @@ PLANS = {
 STAGE_ORDER = STAGES
 
 
+def _own(solution: Path) -> bool:
+    """A solution of the task's own authors: blind-round ones (BLIND.json) join the task later and would otherwise
+    replace the sessions' solutions by sorting first."""
+    return solution.is_dir() and not (solution / "BLIND.json").is_file()
+
+
 def generic_plan(task_dir: Path) -> list[Session]:
     """Sessions for a task without a hand-written plan: pass-1 from golden/, pass-2 from the first alternate (or
     golden/ again), and fail-<negative> from the negative that fails at the latest stage."""
@@ -222,14 +228,14 @@ def generic_plan(task_dir: Path) -> list[Session]:
              .tool("list_files", path=".").say("Writing the server and its dependency declaration.")
              .write("golden"))
     sessions.append(compile_step(first, golden).say("The server is written and compiles. Done."))
-    alternates = sorted(p for p in (task_dir / "alternates").glob("*") if p.is_dir())
+    alternates = sorted(p for p in (task_dir / "alternates").glob("*") if _own(p))
     second_root = alternates[0] if alternates else golden
     second = (Session("pass-2", task_dir).tool("list_files")
               .say("I'll structure this my own way and keep the observable contract exactly as the prompt pins it.")
               .write(second_root.relative_to(task_dir).as_posix()))
     sessions.append(compile_step(second, second_root).tool("shell", command=LIST).say("Finished."))
     negatives = []
-    for neg in sorted(p for p in (task_dir / "negatives").glob("*") if p.is_dir()):
+    for neg in sorted(p for p in (task_dir / "negatives").glob("*") if _own(p)):
         code = json.loads((neg / "negative.json").read_text())["failureCode"].removeprefix("contract.")
         negatives.append((STAGE_ORDER.index(code) if code in STAGE_ORDER else -1, neg))
     if negatives:

@@ -27,7 +27,7 @@ from mcp_evals_pipeline.sandbox import server_box
 from .conftest import REPO, TASKS, docker_leftovers, write_tree
 
 PY_TASK = TASKS / "py-v4-01-basic-tool-server"
-TS_TASK = TASKS / "v4-01-basic-tool-server"
+TS_TASK = TASKS / "v5-01-basic-tool-server"
 
 needs_box = pytest.mark.skipif(not server_box.available(), reason="no bubblewrap box on this host")
 

@@ -30,7 +30,7 @@ from mcp_evals_pipeline.sandbox.egress import EgressProxy
 from .conftest import TASKS, write_tree
 
 PY_TASK = TASKS / "py-v4-01-basic-tool-server"
-TS_TASK = TASKS / "v4-01-basic-tool-server"
+TS_TASK = TASKS / "v5-01-basic-tool-server"
 FORGED = "error: Connection refused (os error 111)"
 FORGED_NPM = ("npm error code ECONNREFUSED\nnpm error network request to https://registry.npmjs.org/x failed, "
               "reason: connect ECONNREFUSED 104.16.0.1:443\nerror: Connection refused (os error 111)")

@@ -23,7 +23,7 @@ def test_every_task_has_a_registered_kind() -> None:
 
 
 def test_an_unknown_kind_names_the_file_and_the_field(tmp_path: Path) -> None:
-    task_dir = Path(shutil.copytree(TASKS / "v4-01-basic-tool-server", tmp_path / "v4-01-basic-tool-server"))
+    task_dir = Path(shutil.copytree(TASKS / "v5-01-basic-tool-server", tmp_path / "v5-01-basic-tool-server"))
     contract = json.loads((task_dir / "task.json").read_text())
     (task_dir / "task.json").write_text(json.dumps({**contract, "kind": "teleport"}))
     with pytest.raises(TaskLoadError) as refused:

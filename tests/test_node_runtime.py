@@ -25,7 +25,7 @@ from mcp_evals_pipeline.tasks.catalog import parse_contract
 from .conftest import TASKS, write_tree
 from .support.processes import running_under
 
-TOOL_TASK = TASKS / "v4-01-basic-tool-server"
+TOOL_TASK = TASKS / "v5-01-basic-tool-server"
 QUEUE_TASK = TASKS / "v5-02-stateful-ticket-queue"
 LEGACY_TASKS = Path(__file__).resolve().parent / "fixtures" / "legacy_tasks"
 RUNTIME = runtime_for("node")

@@ -47,7 +47,8 @@ def echo(text: str) -> str:
 def ask(item: str, round_no: int) -> InputRequiredResult:
     message = f"Delete {item}?" if MODE == "wrong-question" else f"Approve {item}?"
     field = "reason" if MODE == "wrong-field" else "ok"
-    schema = {"type": "object", "properties": {field: {"type": "boolean"}}, "required": [field]}
+    schema = {"type": "object", "properties": {field: {"type": "boolean"}},
+              "required": [] if MODE == "optional-field" else [field]}
     requests = {"q": ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))}
     if MODE == "two-questions":
         requests["q2"] = requests["q"]
@@ -130,7 +131,7 @@ if __name__ == "__main__":
 
 def _round_call(item: str, respond: dict, expect: str) -> dict:
     return {"tool": "approve", "args": {"item": item},
-            "rounds": [{"requestContains": f"Approve {item}?", "respond": respond}],
+            "rounds": [{"requestContains": f"Approve {item}?", "requiredFields": ["ok"], "respond": respond}],
             "isError": False, "expect": {"type": "contains", "value": expect}}
 
 
@@ -187,6 +188,8 @@ FAILURES = {
     "wrong-question": (IDS[0], r'round 1 of 1: the elicitation message "Delete invoice 7\?" does not contain '
                                r"'Approve invoice 7\?'$"),
     "wrong-field": (IDS[0], r"round 1 of 1: the requested schema has no field 'ok' \(has: reason\)$"),
+    "optional-field": (IDS[0], r"round 1 of 1: the requested schema does not list 'ok' in required "
+                               r"\(required: none\)$"),
     "legacy-only": (IDS[0], r"^expected the server to speak protocol 2026-07-28 \(server/discover\), which "
                             r"input_required results need; it negotiated 2025-11-25$"),
     "two-questions": (IDS[0], r"round 1 of 1: expected an input_required result carrying exactly one input request, "

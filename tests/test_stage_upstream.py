@@ -180,10 +180,29 @@ def test_upstream_spec_validation() -> None:
         {"service": "orders", "expectRequests": [{"method": "GET", "path": "/orders", "minCount": 0}]},
         {"service": "orders", "expectRequests": [{"method": "GET /x", "path": "/orders"}]},
         {"service": "orders", "expectedRequests": []},  # unknown field
+        {"service": "orders", "expectRequests": [{"method": "POST", "path": "/x", "exactBody": True}]},  # no body
     ]
     for data in bad:
         with pytest.raises(ValidationError):
             UpstreamSpec.model_validate(data)
+
+
+def test_an_exact_body_allows_no_other_key_and_counts_no_body_as_empty() -> None:
+    """"an empty JSON object, or no body" (a cancel without a reason): `{"reason": null}` holds every key of `{}`,
+    so only exactBody tells it apart."""
+    spec = UpstreamSpec.model_validate({"service": "orders", "expectRequests": [
+        {"method": "POST", "path": "/orders/ord_1/cancel", "body": {}, "exactBody": True},
+        {"method": "POST", "path": "/orders/ord_1/cancel", "body": {}}]})
+    exact, subset = spec.expect_requests
+
+    def sent(body: Any, raw: str) -> RecordedRequest:
+        return RecordedRequest(method="POST", path="/orders/ord_1/cancel", query={}, body=body, raw_body=raw)
+
+    assert [upstream_stage._matches(exact, sent(b, r)) for b, r in [
+        (None, ""), ({}, "{}"), ({"reason": None}, '{"reason":null}'), ({"reason": "x"}, '{"reason":"x"}'),
+        (None, "not json")]] == [True, True, False, False, False]
+    assert upstream_stage._matches(subset, sent({"reason": None}, '{"reason":null}'))  # the gap it closes
+    assert upstream_stage._describe_expected(exact) == "POST /orders/ord_1/cancel {} (exactly)"
 
 
 def test_the_stage_is_registered() -> None:

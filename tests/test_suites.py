@@ -58,7 +58,7 @@ def test_suite_selection_and_membership() -> None:
     python_v2_01 = json.loads((TASKS / "prompt-hashes.lock.json").read_text())["v2-01-basic-tool-server"]
     assert suite_of("v2-01-basic-tool-server", "cc0f215b3435", TASKS) == "mcp-use"
     assert suite_of("v2-01-basic-tool-server", python_v2_01, TASKS) == "mcp-python"
-    assert suite_of("v4-01-basic-tool-server", None, TASKS) == "mcp-use"
+    assert suite_of("v5-01-basic-tool-server", None, TASKS) == "mcp-use"
 
 
 def test_a_suite_file_putting_a_task_in_two_suites_is_refused(tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_a_codex_batch_of_the_suite_continues_the_imported_series(
     monkeypatch.delenv("CODEX_API_KEY", raising=False)
     store = TrialStore(tmp_path / "evals.duckdb")
     import_runs(legacy_runs, store, tmp_path / "runs")
-    task = "v4-01-basic-tool-server"
+    task = "v5-01-basic-tool-server"
     with ScriptedResponses(_codex_session(TASKS / task / "golden")) as server:
         record = run_trial(TrialSpec(task_id=task, condition="noskill+blank", trial=1, batch_date="2026-12-02",
                                      batch_id="2026-12-02", agent="codex", skip_judge=True, time_budget_s=180.0,

@@ -24,7 +24,7 @@ def test_every_layer_carries_the_same_fields_with_the_same_defaults() -> None:
 def test_a_batch_hands_its_options_to_each_trial_unchanged() -> None:
     batch = BatchRequest(agent="openai", model="m", reasoning_effort="low", time_budget_s=30.0, skip_judge=False,
                          options={"max_retries": "1"}, batch_id="b1", sandbox="hardened")
-    spec = TrialSpec(task_id="v4-01-basic-tool-server", condition="noskill+blank", trial=2, batch_date="2026-12-01",
+    spec = TrialSpec(task_id="v5-01-basic-tool-server", condition="noskill+blank", trial=2, batch_date="2026-12-01",
                      **batch.trial_options())
     assert spec.trial_options() == batch.trial_options()
     config = TrialConfig(**batch.trial_options())

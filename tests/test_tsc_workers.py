@@ -19,7 +19,7 @@ from mcp_evals_pipeline.node_toolchain import ensure_toolchain
 
 from .conftest import TASKS, write_tree
 
-TOOL_TASK = TASKS / "v4-01-basic-tool-server"
+TOOL_TASK = TASKS / "v5-01-basic-tool-server"
 RUNTIME = runtime_for("node")
 NO_DEPENDENCIES = {"package.json": '{"name": "fixture", "private": true, "type": "module"}\n'}
 STRICT_TSCONFIG = ('{"compilerOptions": {"strict": true, "noEmit": true, "module": "ESNext", '

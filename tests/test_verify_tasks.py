@@ -223,6 +223,37 @@ def test_what_counts_as_graded_as_declared(tmp_path: Path, declared: str | None,
         assert result.declaration_error is None
 
 
+def test_blind_solutions_are_marked_graded_in_full_and_skipped_by_quick(tmp_path: Path) -> None:
+    """A solution of the blind round (BLIND.json beside it) is marked blind by the catalog; `--quick` (CI) leaves
+    it out (full verify-tasks grades every solution, naming it by its label); a negative.json saying `blind`
+    without the note (or the note without `blind`) is refused, naming the file and the field."""
+    task_id = "py-v4-01-basic-tool-server"
+    root = _copy_task(tmp_path, task_id)
+    task = _only(root, task_id, "negatives/wrong-sum")
+    note = json.dumps({"kind": "broken", "author": "B1", "breaks": "the sum", "how": "adds one"})
+    shutil.copytree(task / "golden", task / "alternates" / "blind-plain")
+    (task / "alternates" / "blind-plain" / "BLIND.json").write_text(note)
+    blind_negative = task / "negatives" / "blind-off-by-one"
+    shutil.copytree(task / "negatives" / "wrong-sum", blind_negative)
+    (blind_negative / "BLIND.json").write_text(note)
+    declared = json.loads((blind_negative / "negative.json").read_text())
+    (blind_negative / "negative.json").write_text(json.dumps({**declared, "blind": True}))
+
+    loaded = load_task(task)
+    assert [(s.label, s.blind) for s in loaded.solutions] == [
+        ("golden:golden", False), ("alternate:blind-plain (blind)", True),
+        ("negative:blind-off-by-one (blind)", True), ("negative:wrong-sum", False)]
+
+    quick = json.loads(_verify("--quick", "--json", "--task", task_id, tasks_dir=root).stdout)
+    assert [(r["solution"], r["blind"], r["ok"]) for r in quick["results"]] == [
+        ("golden", False, True), ("wrong-sum", False, True)]
+
+    (blind_negative / "BLIND.json").unlink()
+    with pytest.raises(TaskLoadError) as refused:
+        load_task(task)
+    assert (refused.value.path, refused.value.field_path) == (blind_negative / "negative.json", "blind")
+
+
 FLAKY_START = '''
 import itertools
 

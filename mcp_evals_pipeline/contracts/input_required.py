@@ -46,6 +46,9 @@ class InputRound(ContractModel):
     # Fields the round's requestedSchema must declare, each with this JSON Schema type (e.g. {"confirm": "boolean"}),
     # so a server asking for "yes"/"no" text where a boolean was asked for fails at the round.
     requested_fields: dict[str, JsonType] = Field(default_factory=dict)
+    # Fields the requestedSchema must list in its `required` (a prompt's "one required field approver"): a form
+    # whose field is optional lets a client submit without it.
+    required_fields: list[str] = Field(default_factory=list)
     # The answer the grader gives, e.g. {"action": "accept", "content": {"confirm": true}} or {"action": "decline"}.
     respond: InputAnswer
 

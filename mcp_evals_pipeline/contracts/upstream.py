@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from mcp_evals_pipeline.contracts.task_base import ContractModel, Covers
 from mcp_evals_pipeline.upstreams import check_service
@@ -29,7 +29,16 @@ class ExpectedRequest(Covers):
     # The JSON body the request must carry: every key given must be present with an equal value, types included
     # (a relay that turns 2 into "2" differs); keys not given are not checked.
     body: dict[str, Any] | None = None
+    # The body must hold exactly the keys of `body`, no others; a request without a body counts as `{}` (the
+    # prompts' "an empty JSON object, or no body": `{"reason": null}` is neither).
+    exact_body: bool = False
     min_count: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _exact_needs_body(self) -> ExpectedRequest:
+        if self.exact_body and self.body is None:
+            raise ValueError("exactBody needs a body (give {} for an empty one)")
+        return self
 
     @field_validator("method")
     @classmethod

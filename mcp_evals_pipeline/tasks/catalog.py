@@ -24,6 +24,8 @@ from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.paths import prompt_hash_lock, tasks_dir
 
 NEGATIVE_DECLARATION = "negative.json"
+# A solution written blind (from prompt.md and starter/ alone, issue 24's blind round) keeps its author's note here.
+BLIND_NOTE = "BLIND.json"
 ORACLE_SESSION = "oracle"  # a usage task's sessions/oracle.json: the job done right
 
 
@@ -37,6 +39,8 @@ class NegativeDeclaration(ContractModel):
     # The id of the check it must first fail at (e.g. "call:list_tickets:4"): where it breaks, so a negative written
     # to break a property at a later exchange proves that exchange is checked (tests/test_requirement_coverage.py).
     breaks_at: str | None = None
+    # Written in a blind round (its directory holds BLIND.json): said here too so a reader of negative.json sees it.
+    blind: bool = False
 
 
 class TaskLoadError(Exception):
@@ -63,6 +67,12 @@ class Solution:
     violates: str | None = None  # negatives: the requirement it breaks
     gap_kind: str | None = None
     breaks_at: str | None = None  # negatives: the check id it must first fail at
+    blind: bool = False  # written from the prompt alone (BLIND.json): full verify-tasks grades it, --quick skips it
+
+    @property
+    def label(self) -> str:
+        """How verify-tasks names it: `negative:blind-x (blind)`."""
+        return f"{self.kind}:{self.name}" + (" (blind)" if self.blind else "")
 
 
 @dataclass(frozen=True)
@@ -131,7 +141,8 @@ def _load_solutions(task_dir: Path) -> tuple[Solution, ...]:
     solutions = [Solution("golden", "golden", golden, None)]
     alternates = task_dir / "alternates"
     if alternates.is_dir():
-        solutions += [Solution("alternate", p.name, p, None) for p in sorted(alternates.iterdir()) if p.is_dir()]
+        solutions += [Solution("alternate", p.name, p, None, blind=(p / BLIND_NOTE).is_file())
+                      for p in sorted(alternates.iterdir()) if p.is_dir()]
     negatives = task_dir / "negatives"
     if negatives.is_dir():
         for neg in sorted(p for p in negatives.iterdir() if p.is_dir()):
@@ -145,8 +156,10 @@ def _load_solutions(task_dir: Path) -> tuple[Solution, ...]:
                 raise TaskLoadError(decl_path, first["msg"], _format_loc(first["loc"])) from exc
             if not decl.failure_code.startswith("contract."):
                 raise TaskLoadError(decl_path, "must be a contract.<stage> code", "failureCode")
+            if decl.blind != (neg / BLIND_NOTE).is_file():
+                raise TaskLoadError(decl_path, f"\"blind\": true and a {BLIND_NOTE} beside it go together", "blind")
             solutions.append(Solution("negative", neg.name, neg, decl.failure_code, decl.why, decl.violates,
-                                      decl.gap_kind, decl.breaks_at))
+                                      decl.gap_kind, decl.breaks_at, decl.blind))
     return tuple(solutions)
 
 

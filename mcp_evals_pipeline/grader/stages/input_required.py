@@ -154,13 +154,13 @@ def _answered_key(where: str, scripted: InputRound, result: types.InputRequiredR
         if why:
             raise StepFailed(f'{where}: the elicitation message "{clip(message)}" {why}')
     content = scripted.respond.content
-    if content or scripted.requested_fields:
+    if content or scripted.requested_fields or scripted.required_fields:
         params = request.params
+        wanted = list(dict.fromkeys([*(content or {}), *scripted.requested_fields, *scripted.required_fields]))
         if not isinstance(params, types.ElicitRequestFormParams):
-            raise StepFailed(f"{where}: expected a form elicitation with the field(s) {', '.join(content)}, "
+            raise StepFailed(f"{where}: expected a form elicitation with the field(s) {', '.join(wanted)}, "
                              f"found a {params.mode}-mode elicitation")
         properties = (params.requested_schema or {}).get("properties") or {}
-        wanted = [*(content or {}), *(f for f in scripted.requested_fields if f not in (content or {}))]
         missing = [field for field in wanted if field not in properties]
         if missing:
             raise StepFailed(f"{where}: the requested schema has no field {', '.join(map(repr, missing))} "
@@ -170,6 +170,11 @@ def _answered_key(where: str, scripted: InputRound, result: types.InputRequiredR
             if not declared_type_ok(declared, json_type):
                 raise StepFailed(f"{where}: the requested field {field!r} has type "
                                  f"{'/'.join(sorted(declared)) or 'none'} (expected {json_type})")
+        required = (params.requested_schema or {}).get("required") or []
+        optional = [field for field in scripted.required_fields if field not in required]
+        if optional:
+            raise StepFailed(f"{where}: the requested schema does not list {', '.join(map(repr, optional))} in "
+                             f"required (required: {', '.join(map(str, required)) or 'none'})")
     return key
 
 

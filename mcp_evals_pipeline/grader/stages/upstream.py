@@ -33,7 +33,9 @@ def _matches(expected: ExpectedRequest, request: RecordedRequest) -> bool:
             return False
     if expected.body is not None:
         body = request.body
-        if not isinstance(body, dict):
+        if body is None and expected.exact_body and not request.raw_body.strip():
+            body = {}  # no body at all: what "an empty JSON object, or no body" allows
+        if not isinstance(body, dict) or (expected.exact_body and body.keys() != expected.body.keys()):
             return False
         return all(k in body and body[k] == v and type(body[k]) is type(v) for k, v in expected.body.items())
     return True
@@ -45,6 +47,7 @@ def _describe_expected(expected: ExpectedRequest) -> str:
         text += "?" + "&".join(f"{k}={'<absent>' if v is None else v}" for k, v in expected.query.items())
     if expected.body is not None:
         text += " " + json.dumps(expected.body, separators=(",", ":"))
+        text += " (exactly)" if expected.exact_body else ""
     return text
 
 
