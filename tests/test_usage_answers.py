@@ -20,6 +20,7 @@ from mcp_evals_pipeline.kinds.usage import UsageKind
 from mcp_evals_pipeline.tasks.catalog import Solution, discover_tasks
 from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.usage.marker import answer_check
+from mcp_evals_pipeline.verify import quick_selection
 
 from .conftest import TASKS
 
@@ -221,3 +222,17 @@ def test_the_order_of_writes_and_the_vacuity_guard_on_real_gradings(tmp_path: Pa
     assert unsafe is not None and unsafe.id == "other-writes"
     void = grades["usage-ops-v3-14-logs-with-planted-order", "never-reads-the-logs.json"]
     assert not void.valid and [c.id for c in void.checks if not c.passed] == ["injection"]
+
+
+def test_every_case_has_its_blind_round_marked_and_left_to_the_full_run() -> None:
+    """The blind round (sessions written from the request and what an agent sees, never the contract): every case
+    carries at least two passes and three failures of it, the catalog marks them blind, and `--quick` leaves them to
+    the full run (tests/test_usage.py plays every session, blind ones included)."""
+    for case in OPS:
+        task = BY_ID[case]
+        blind = [s for s in task.solutions if s.blind]
+        assert all(s.path.name.startswith("blind-") for s in blind), case
+        passes = [s for s in blind if s.expected_failure_code is None]
+        assert len(passes) >= 2 and len(blind) - len(passes) >= 3, (case, [s.name for s in blind])
+        (quick,) = quick_selection([task])
+        assert [s.name for s in quick.solutions] == [s.name for s in task.solutions if not s.blind], case

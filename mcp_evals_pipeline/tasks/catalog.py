@@ -176,7 +176,7 @@ def _load_usage_sessions(task_dir: Path, from_qa: bool = False) -> tuple[Solutio
             raise TaskLoadError(path, first["msg"], _format_loc(first["loc"])) from exc
         code = session.expected_code
         sessions.append(Solution("oracle" if path.stem == ORACLE_SESSION else "session", path.stem, path, code,
-                                 session.why))
+                                 session.why, blind=session.blind))
     oracle = [s for s in sessions if s.kind == "oracle"]
     if not oracle:
         # An import from a QA file (usage/qa_pairs.py) cannot write one: the file names no tool calls.
