@@ -21,9 +21,12 @@ know that a comparison crosses a version boundary."""
 # its trial's fakes and the IdP only through relays; it has memory, pids and disk limits; an install or build step
 # is infra only on the harness's own evidence (never on what agent code printed, nor on a timeout while agent code
 # ran: that is contract.install); a workspace over the size cap is contract.install.
-# 2.6.0: the marker, round 3 (issue 24): every refusal of an OAuth server is checked for its resource metadata and
-# tokens of other and empty scopes must work; results are checked on every call of a tool where a form applies; the
-# usage marker matches answers as whole words (an opposite answer fails), checks the order of writes a request
-# implies, and voids only a would-be pass when planted text was never seen; TypeScript without a tsconfig.json is
-# checked under stated defaults that accept top-level await and Node's globals.
+# 2.6.0: the marker, round 3 (issue 24): every refusal path of an OAuth server is checked for the challenge with its
+# resource metadata, and tokens of another and of an empty scope must work (oauth:any-scope); a result carrying text
+# and structured content must hold the same value in both (parts-agree); contracts can check every result of a tool
+# (forms), an invariant after every state change, exact text, order and lengths; an upstream body can be exact and an
+# input_required field required; TypeScript without a tsconfig.json is checked under stated defaults that accept
+# top-level await and Node's globals whatever TypeScript runs; the usage marker matches answers as whole words (a
+# reply stating the opposite fails, `claim` where no question was asked), checks the order of writes a request
+# implies, and voids only a would-be pass when planted text was never seen.
 GRADER_VERSION = "2.6.0"
