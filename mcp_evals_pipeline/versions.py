@@ -22,9 +22,9 @@ know that a comparison crosses a version boundary."""
 # is infra only on the harness's own evidence (never on what agent code printed, nor on a timeout while agent code
 # ran: that is contract.install); a workspace over the size cap is contract.install.
 # 2.6.0: the marker, round 3 (issue 24): every refusal path of an OAuth server is checked for the challenge with its
-# resource metadata, and tokens of another and of an empty scope must work (oauth:any-scope); a result carrying text
-# and structured content must hold the same value in both (parts-agree); contracts can check every result of a tool
-# (forms), an invariant after every state change, exact text, order and lengths; an upstream body can be exact and an
+# resource metadata, and tokens of another and of an empty scope must work (oauth:any-scope); contracts can check
+# every result of a tool (forms), an invariant after every state change, exact text, order, lengths and that a
+# result's text and structured content agree (parts-agree); an upstream body can be exact and an
 # input_required field required; TypeScript without a tsconfig.json is checked under stated defaults that accept
 # top-level await and Node's globals whatever TypeScript runs; the usage marker matches answers as whole words (a
 # reply stating the opposite fails, `claim` where no question was asked), checks the order of writes a request
