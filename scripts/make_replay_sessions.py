@@ -203,7 +203,7 @@ def v2_03(task_dir: Path) -> list[Session]:
 PLANS = {
     "py-v4-01-basic-tool-server": v2_01,
     "py-v4-02-stateful-ticket-queue": v2_02,
-    "py-v4-03-docs-lookup-server": v2_03,
+    "py-v5-03-docs-lookup-server": v2_03,
 }
 # The ladder's order, to pick the negative that fails latest: the most realistic near-miss for a failing session.
 STAGE_ORDER = STAGES

@@ -29,7 +29,7 @@ from mcp_evals_pipeline.tasks.catalog import Task, get_task
 from .conftest import REPO, TASKS
 from .support.openai_server import ScriptedOpenAI, call, failure, reply, stall
 
-TASK_IDS = ["py-v4-01-basic-tool-server", "py-v4-02-stateful-ticket-queue", "py-v4-03-docs-lookup-server"]
+TASK_IDS = ["py-v4-01-basic-tool-server", "py-v4-02-stateful-ticket-queue", "py-v5-03-docs-lookup-server"]
 SESSIONS = [path for task_id in TASK_IDS for path in task_sessions(task_id, TASKS)]
 CHEAP_MODEL = "gpt-4o-mini"
 FAST_RETRY = {"retry_backoff_s": 0.01, "retry_backoff_max_s": 0.05}

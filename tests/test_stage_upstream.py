@@ -28,7 +28,7 @@ from mcp_evals_pipeline.upstreams.orders import PRICES, ROUTES, OrdersApi
 
 from .conftest import TASKS, write_tree
 
-TASK = TASKS / "py-v4-08-openapi-order-service"
+TASK = TASKS / "py-v5-08-openapi-order-service"
 # The sanitized server environment has no proxy variables; the test's own requests must not pick up the host's.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 

@@ -23,7 +23,7 @@ from mcp_evals_pipeline.tasks.catalog import discover_tasks
 from .conftest import TASKS, write_tree
 
 LEGACY_V3_10 = Path(__file__).parent / "fixtures" / "legacy_tasks" / "v3-10-multi-view-incident-console.json"
-V2_10 = TASKS / "py-v4-10-multi-view-incident-console"
+V2_10 = TASKS / "py-v5-10-multi-view-incident-console"
 REQS = {"requirements.txt": "mcp>=2.3,<3\n"}
 
 # A low-level server that serves exactly what spec.json says, so each case below breaks one thing a host needs.
@@ -307,7 +307,7 @@ def test_tasks_with_views_state_every_view_string_in_the_prompt() -> None:
     """test_task_suite checks call and read strings; the strings a view must contain are held to the same rule."""
     tasks, _ = discover_tasks()  # a task that fails to load is test_task_suite's finding, not this test's
     with_views = [t for t in tasks if t.kind == "build" and "views" in t.contract.declared_features()]
-    assert any(t.id == "py-v4-10-multi-view-incident-console" for t in with_views)
+    assert any(t.id == "py-v5-10-multi-view-incident-console" for t in with_views)
     for task in with_views:
         for binding in view_bindings(task.contract):
             needed = [binding.tool, binding.resource_uri, binding.mime_type, *binding.contains]

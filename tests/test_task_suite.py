@@ -20,7 +20,7 @@ BUILD = [t for t in TASKS if t.kind == "build"]  # usage tasks: tests/test_usage
 
 def test_every_task_loads() -> None:
     assert not LOAD_ERRORS, "\n".join(map(str, LOAD_ERRORS))
-    assert {"py-v4-01-basic-tool-server", "py-v4-02-stateful-ticket-queue", "py-v4-03-docs-lookup-server"} <= {
+    assert {"py-v4-01-basic-tool-server", "py-v4-02-stateful-ticket-queue", "py-v5-03-docs-lookup-server"} <= {
         t.id for t in TASKS
     }
 
