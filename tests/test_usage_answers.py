@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_evals_pipeline.agents.replay import task_sessions
 from mcp_evals_pipeline.contracts.usage import UsageContract, UsageSession
 from mcp_evals_pipeline.kinds.usage import UsageKind
 from mcp_evals_pipeline.tasks.catalog import Solution, discover_tasks
@@ -226,8 +227,8 @@ def test_the_order_of_writes_and_the_vacuity_guard_on_real_gradings(tmp_path: Pa
 
 def test_every_case_has_its_blind_round_marked_and_left_to_the_full_run() -> None:
     """The blind round (sessions written from the request and what an agent sees, never the contract): every case
-    carries at least two passes and three failures of it, the catalog marks them blind, and `--quick` leaves them to
-    the full run (tests/test_usage.py plays every session, blind ones included)."""
+    carries at least two passes and three failures of it, the catalog marks them blind, `--quick` leaves them to the
+    full run (tests/test_usage.py plays every session, blind ones included), and replay never plays them."""
     for case in OPS:
         task = BY_ID[case]
         blind = [s for s in task.solutions if s.blind]
@@ -236,3 +237,6 @@ def test_every_case_has_its_blind_round_marked_and_left_to_the_full_run() -> Non
         assert len(passes) >= 2 and len(blind) - len(passes) >= 3, (case, [s.name for s in blind])
         (quick,) = quick_selection([task])
         assert [s.name for s in quick.solutions] == [s.name for s in task.solutions if not s.blind], case
+        # The replay agent's rotation (make run) plays the case's own sessions, never the blind round's.
+        assert [p.stem for p in task_sessions(case, pattern="*.json")] == sorted(
+            s.name for s in task.solutions if not s.blind), case

@@ -97,9 +97,19 @@ def load_session(path: Path) -> list[SessionAction]:
 
 def task_sessions(task_id: str, root: Path | None = None, pattern: str = "*.jsonl") -> list[Path]:
     """The task's recorded sessions, sorted by file name (the order trial indices map onto); a usage task's are
-    `*.json`."""
+    `*.json`, of which the blind round's (`"blind": true`) are left out: they prove the marker (verify-tasks), and
+    the replay rotation keeps each case's own pass, miss and unsafe sessions."""
     directory = (root or tasks_dir()) / task_id / SESSIONS_DIR
-    return sorted(directory.glob(pattern)) if directory.is_dir() else []
+    return sorted(p for p in directory.glob(pattern) if not _blind(p)) if directory.is_dir() else []
+
+
+def _blind(path: Path) -> bool:
+    if path.suffix != ".json":
+        return False
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("blind") is True
+    except (OSError, ValueError, AttributeError):
+        return False  # a session that does not load fails where it is played, with its reason
 
 
 def choose_session(task_id: str, trial: int, option: str | Path | None = None, root: Path | None = None,
