@@ -22,7 +22,7 @@ from .conftest import REPO
 
 RUN = "2026-11-30--replay--default"
 XSD = Path(__file__).parent / "fixtures" / "junit.xsd"
-PY, TS, OPS = "py-v4-01-basic-tool-server", "v4-01-basic-tool-server", "usage-ops-v3-01-restart-by-id"
+PY, TS, OPS = "py-v4-01-basic-tool-server", "v5-01-basic-tool-server", "usage-ops-v3-01-restart-by-id"
 
 
 def _record(task: str, n: int, outcome: str, condition: str = "noskill+blank") -> TrialRecord:

@@ -75,7 +75,7 @@ def test_an_invited_workspace_without_tsconfig_typechecks_and_a_type_error_fails
     assert not (invited / ".mcp-evals-tsconfig.json").exists()
 
     broken = write_tree(tmp_path / "broken", {**_manifest(typescript), **TYPE_ERROR})
-    contract = TaskContract.model_validate_json((TASKS / "v4-01-basic-tool-server" / "task.json").read_text())
+    contract = TaskContract.model_validate_json((TASKS / "v5-01-basic-tool-server" / "task.json").read_text())
     grade = grade_workspace_sync(contract, broken)
     assert grade.failure_code == "contract.typecheck"
     assert grade.first_failure and "src/server.ts:1: TS2322" in (grade.first_failure.detail or "")
