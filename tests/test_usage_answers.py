@@ -228,7 +228,8 @@ def test_the_order_of_writes_and_the_vacuity_guard_on_real_gradings(tmp_path: Pa
 def test_every_case_has_its_blind_round_marked_and_left_to_the_full_run() -> None:
     """The blind round (sessions written from the request and what an agent sees, never the contract): every case
     carries at least two passes and three failures of it, the catalog marks them blind, `--quick` leaves them to the
-    full run (tests/test_usage.py plays every session, blind ones included), and replay never plays them."""
+    full run (`mcp-evals verify-tasks` without --quick plays every session, blind ones included), and replay never
+    plays them."""
     for case in OPS:
         task = BY_ID[case]
         blind = [s for s in task.solutions if s.blind]
