@@ -78,7 +78,6 @@ def implied_kinds(contract: TaskContract) -> set[str]:
 # task leaves the list by a new version whose contract checks each property at every exchange where it applies and
 # whose negatives break each one at a later exchange (docs/task-authoring.md, "The rule, proven").
 LATER_EXCHANGE_DEBT: frozenset[str] = frozenset({
-    "py-v5-03-docs-lookup-server",
     "py-v5-06-project-board-composition", "py-v5-07-debug-inventory-server", "py-v5-08-openapi-order-service",
     "py-v5-09-raw-input-required-approval", "py-v5-10-multi-view-incident-console",
     "py-v4-11-middleware-protected-audit",
