@@ -56,7 +56,7 @@ from mcp_evals_pipeline.trials import (
     run_id_for,
     trial_key,
 )
-from mcp_evals_pipeline.verify import VerifyResult, verify_gate
+from mcp_evals_pipeline.verify import Gate, ProofScope, VerifyResult, gate_todo, verify_gate
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 # The console shows one line per trial; Dagster's own event log stays in the instance (and the UI).
@@ -130,6 +130,30 @@ def gate_failure(bad: list[VerifyResult]) -> str:
     return named + more
 
 
+def _prove(tasks: list[Task], scope: ProofScope, echo: Callable[[str], None]) -> Gate:
+    """The gate before any agent runs, one progress line per graded solution (a first run grades for minutes). An
+    agent that plays recorded sessions spends nothing, so its gate proves `verify-tasks --quick`'s set of the tasks
+    it runs; a live agent's proves every solution."""
+    todo, _, _ = gate_todo(tasks, scope)
+    total = sum(len(t.solutions) for t in todo)
+    if total and scope == "quick":
+        echo(f"verify-tasks: the agent plays recorded sessions (it spends nothing), so the gate proves --quick's set "
+             f"of the {len(todo)} task(s) to prove: {total} solution(s), goldens, alternates and one negative per "
+             f"failure code; a live agent's gate, and `mcp-evals verify-tasks`, prove every solution")
+    elif total:
+        echo(f"verify-tasks: proving {len(todo)} task(s) before any agent runs: {total} solution(s)")
+    started = time.monotonic()
+    done = 0
+
+    def progress(result: VerifyResult) -> None:
+        nonlocal done
+        done += 1
+        echo(f"  [{done:>{len(str(total))}}/{total}] {'ok  ' if result.ok else 'FAIL'} {result.task_id} "
+             f"{result.solution.label} ({result.seconds:.1f}s; {time.monotonic() - started:.0f}s elapsed)")
+
+    return anyio.run(lambda: verify_gate(tasks, workers=3, scope=scope, on_result=progress))
+
+
 @dataclass(frozen=True)
 class CheckedBatch:
     """A batch request whose every argument was checked: what run_batch needs of them."""
@@ -194,13 +218,15 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     register_trial_keys(instance, keys)  # the catalog's t1..t3 are there; a --trials 5 batch adds its own
 
     if request.verify:
-        gate = anyio.run(lambda: verify_gate(tasks, workers=3))
+        scope: ProofScope = "quick" if agent_entry(request.agent).plays_recordings else "full"
+        gate = _prove(tasks, scope, echo)
         if gate.reused:
             proofs = ", ".join(f"{task} {key}" for task, key in sorted(gate.reused.items()))
             echo(f"verify-tasks: {len(gate.reused)} of {len(tasks)} task(s) unchanged since proven (proof keys: task "
                  f"files + grader {GRADER_VERSION} + harness code + toolchain + day: {proofs})")
         if len(gate.reused) < len(tasks):
-            echo(f"verify-tasks: proved {len(tasks) - len(gate.reused)} task(s) before any agent runs")
+            echo(f"verify-tasks: proved {len(tasks) - len(gate.reused)} task(s) before any agent runs"
+                 + (" (--quick's set)" if scope == "quick" else ""))
         if gate.failed:
             raise ValueError("verify-tasks failed, no agent was run: " + gate_failure(gate.failed))
 
