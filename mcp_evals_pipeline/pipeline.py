@@ -132,14 +132,14 @@ def gate_failure(bad: list[VerifyResult]) -> str:
 
 def _prove(tasks: list[Task], scope: ProofScope, echo: Callable[[str], None]) -> Gate:
     """The gate before any agent runs, one progress line per graded solution (a first run grades for minutes). An
-    agent that plays recorded sessions spends nothing, so its gate proves `verify-tasks --quick`'s set of the tasks
-    it runs; a live agent's proves every solution."""
+    agent that plays recorded sessions spends nothing, so its gate proves what they rest on (verify.replay_selection)
+    in the tasks it runs; a live agent's proves every solution."""
     todo, _, _ = gate_todo(tasks, scope)
     total = sum(len(t.solutions) for t in todo)
-    if total and scope == "quick":
-        echo(f"verify-tasks: the agent plays recorded sessions (it spends nothing), so the gate proves --quick's set "
-             f"of the {len(todo)} task(s) to prove: {total} solution(s), goldens, alternates and one negative per "
-             f"failure code; a live agent's gate, and `mcp-evals verify-tasks`, prove every solution")
+    if total and scope == "replay":
+        echo(f"verify-tasks: the agent plays recorded sessions (it spends nothing), so the gate proves what they rest "
+             f"on in {len(todo)} task(s): {total} solution(s), each build task's golden and each usage case's oracle "
+             f"and played sessions; a live agent's gate, and `mcp-evals verify-tasks`, prove every solution")
     elif total:
         echo(f"verify-tasks: proving {len(todo)} task(s) before any agent runs: {total} solution(s)")
     started = time.monotonic()
@@ -218,7 +218,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     register_trial_keys(instance, keys)  # the catalog's t1..t3 are there; a --trials 5 batch adds its own
 
     if request.verify:
-        scope: ProofScope = "quick" if agent_entry(request.agent).plays_recordings else "full"
+        scope: ProofScope = "replay" if agent_entry(request.agent).plays_recordings else "full"
         gate = _prove(tasks, scope, echo)
         if gate.reused:
             proofs = ", ".join(f"{task} {key}" for task, key in sorted(gate.reused.items()))
@@ -226,7 +226,7 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
                  f"files + grader {GRADER_VERSION} + harness code + toolchain + day: {proofs})")
         if len(gate.reused) < len(tasks):
             echo(f"verify-tasks: proved {len(tasks) - len(gate.reused)} task(s) before any agent runs"
-                 + (" (--quick's set)" if scope == "quick" else ""))
+                 + (" (what recorded sessions rest on)" if scope == "replay" else ""))
         if gate.failed:
             raise ValueError("verify-tasks failed, no agent was run: " + gate_failure(gate.failed))
 

@@ -42,7 +42,7 @@ class AgentEntry:
     @property
     def plays_recordings(self) -> bool:
         """No model behind it: it plays recorded sessions (replay), spends nothing and measures no SDK. Its gate
-        proves `--quick`'s set; its figures never enter a real headline."""
+        proves only what its sessions rest on (verify.replay_selection)."""
         return self.pin.model is None
 
     @property
