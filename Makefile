@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml uv.lock
 setup: $(STAMP)
 
 # The keyless default: the earlier harness's 259 real runs imported when the store lacks them (the real trend and
-# its suspect markers); verify-tasks (proofs reused while nothing they rest on changed); the replay agent (recorded
+# its suspect markers); the gate (each build task's golden, each usage case's oracle and played sessions: what the
+# recorded sessions rest on; proofs reused while nothing they rest on changed); the replay agent (recorded
 # sessions: they prove the harness, not the SDK) x every build task x two conditions x 2 trials, as Dagster runs in
 # the project-local instance, two at a time, then the SQL models and the scorecard; the same for the usage suite
 # (its baseline `bare`, 3 trials: each case's pass, miss and unsafe session); both land in one run (batch date x
