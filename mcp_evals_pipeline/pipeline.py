@@ -37,6 +37,7 @@ from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.heartbeat import heartbeat
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
@@ -142,16 +143,21 @@ def _prove(tasks: list[Task], scope: ProofScope, echo: Callable[[str], None]) ->
              f"and played sessions; a live agent's gate, and `mcp-evals verify-tasks`, prove every solution")
     elif total:
         echo(f"verify-tasks: proving {len(todo)} task(s) before any agent runs: {total} solution(s)")
-    started = time.monotonic()
     done = 0
 
-    def progress(result: VerifyResult) -> None:
-        nonlocal done
-        done += 1
-        echo(f"  [{done:>{len(str(total))}}/{total}] {'ok  ' if result.ok else 'FAIL'} {result.task_id} "
-             f"{result.solution.label} ({result.seconds:.1f}s; {time.monotonic() - started:.0f}s elapsed)")
+    def status(elapsed: float) -> str:
+        first = " (the first gradings build the grader's toolchain and environments)" if not done else ""
+        return f"  ... {done} of {total} graded, {elapsed:.0f}s elapsed{first}"
 
-    return anyio.run(lambda: verify_gate(tasks, workers=3, scope=scope, on_result=progress))
+    with heartbeat(echo, status) as beat:
+        def progress(result: VerifyResult) -> None:
+            nonlocal done
+            done += 1
+            beat.said()
+            echo(f"  [{done:>{len(str(total))}}/{total}] {'ok  ' if result.ok else 'FAIL'} {result.task_id} "
+                 f"{result.solution.label} ({result.seconds:.1f}s; {beat.elapsed():.0f}s elapsed)")
+
+        return anyio.run(lambda: verify_gate(tasks, workers=3, scope=scope, on_result=progress))
 
 
 @dataclass(frozen=True)
@@ -195,6 +201,30 @@ def check_request(request: BatchRequest) -> CheckedBatch:
     if batch_date is None or not batch_date_partitions.has_partition_key(batch_date):
         raise ValueError(f"{batch_date!r} is not a batch date ({BATCH_DAYS} from {FIRST_BATCH})")
     return CheckedBatch(tasks, keys, batch_date, run_id_for(request.batch_id or batch_date, request.agent, model))
+
+
+def _run_trials(instance: dg.DagsterInstance, store: EvalStore, spec: tuple[str, dict[str, Any], dict[str, str]],
+                parallel: int, keys: list[str], offset: int, say: Callable[[int, str, TrialRunOutcome], None],
+                echo: Callable[[str], None]) -> None:
+    """Each trial's Dagster run, `parallel` at a time in worker processes (one at a time in this process for an
+    ephemeral instance); `say` hears each outcome as it ends."""
+    batch_date, config, tags = spec
+    if parallel > 1 and not instance.is_ephemeral and len(keys) > 1:
+        jobs = (instance.get_ref(), store.database, store.runs_root, batch_date, config, tags)
+        # spawn, not fork: the parent holds Dagster's and DuckDB's threads and locks
+        with ProcessPoolExecutor(max_workers=parallel, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_die_with_parent) as pool, _stop_workers_on_signal(pool, instance, echo):
+            futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys}
+            for index, future in enumerate(as_completed(futures), offset + 1):
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # a worker died (then every trial still queued fails too): reported as a
+                    # failed run; what the died attempt left is recorded as infra.agent when its partition reruns
+                    outcome = TrialRunOutcome(False, "-", error=f" (worker: {type(exc).__name__}: {exc})")
+                say(index, futures[future], outcome)
+    else:
+        for index, key in enumerate(keys, offset + 1):
+            say(index, key, materialize_trial(instance, store, batch_date, key, config, tags, echo=echo))
 
 
 def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
@@ -249,8 +279,12 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     else:
         keys_to_run = keys
 
+    finished = 0
+
     def say(index: int, key: str, outcome: TrialRunOutcome) -> None:
-        nonlocal failed
+        nonlocal failed, finished
+        finished += 1
+        beat.said()
         if not outcome.success:
             failed += 1
             echo(f"[{index}/{len(keys)}] {key}: Dagster run {outcome.run_id} failed{outcome.error}")
@@ -259,22 +293,11 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
             echo(f"[{index}/{len(keys)}] {key}: {outcome.outcome}{detail}")
 
     offset = len(keys) - len(keys_to_run)
-    if request.parallel > 1 and not instance.is_ephemeral and len(keys_to_run) > 1:
-        jobs = (instance.get_ref(), store.database, store.runs_root, batch_date, config, tags)
-        # spawn, not fork: the parent holds Dagster's and DuckDB's threads and locks
-        with ProcessPoolExecutor(max_workers=request.parallel, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_die_with_parent) as pool, _stop_workers_on_signal(pool, instance, echo):
-            futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys_to_run}
-            for index, future in enumerate(as_completed(futures), offset + 1):
-                try:
-                    outcome = future.result()
-                except Exception as exc:  # a worker died (then every trial still queued fails too): reported as a
-                    # failed run; what the died attempt left is recorded as infra.agent when its partition reruns
-                    outcome = TrialRunOutcome(False, "-", error=f" (worker: {type(exc).__name__}: {exc})")
-                say(index, futures[future], outcome)
-    else:
-        for index, key in enumerate(keys_to_run, offset + 1):
-            say(index, key, materialize_trial(instance, store, batch_date, key, config, tags, echo=echo))
+    def status(elapsed: float) -> str:
+        return f"  ... {finished} of {len(keys_to_run)} trial(s) finished, {elapsed:.0f}s elapsed"
+
+    with heartbeat(echo, status) as beat:
+        _run_trials(instance, store, (batch_date, config, tags), request.parallel, keys_to_run, offset, say, echo)
 
     token, check_tags = launch_tags(tags)
     with RunWatch(instance, token, echo):
