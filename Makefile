@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml uv.lock
 setup: $(STAMP)
 
 # The keyless default: the earlier harness's 259 real runs imported when the store lacks them (the real trend and
-# its suspect markers); verify-tasks (proofs reused while nothing they rest on changed); the replay agent (recorded
+# its suspect markers); the gate (each build task's golden, each usage case's oracle and played sessions: what the
+# recorded sessions rest on; proofs reused while nothing they rest on changed); the replay agent (recorded
 # sessions: they prove the harness, not the SDK) x every build task x two conditions x 2 trials, as Dagster runs in
 # the project-local instance, two at a time, then the SQL models and the scorecard; the same for the usage suite
 # (its baseline `bare`, 3 trials: each case's pass, miss and unsafe session); both land in one run (batch date x
@@ -34,12 +35,12 @@ run: $(STAMP)
 # packages) unless one answers on its socket, builds the sandbox image unless its content tag exists, runs pytest
 # with DOCKER_HOST and MCP_EVALS_DOCKER_IMAGE set, and stops the engine it started. Elsewhere pytest runs as it is
 # and the docker tests skip, saying why.
-# Two pytest-xdist workers: the suite mostly waits (servers starting, agents' sessions, boxes), so on 2 cores it
-# takes about 11 min instead of 27; the tests of the one test engine share a worker (tests/conftest.py).
+# Three pytest-xdist workers on 2 cores: the suite mostly waits (servers starting, agents' sessions, boxes); with two
+# the cores were busy about half the time. The tests of the one test engine share a worker (tests/conftest.py).
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pylint --score=n mcp_evals_pipeline
-	scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 2 --dist loadgroup --durations=30
+	scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 3 --dist loadgroup --durations=30
 
 # A developer machine's engine and images, left running (DOCKER_HOST is printed): `make docker-down` stops it.
 docker-up:

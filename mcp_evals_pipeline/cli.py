@@ -19,6 +19,7 @@ from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agents_help
 from mcp_evals_pipeline.conditions import BASELINE, BUILD_CONDITIONS, USAGE_BASELINE, USAGE_CONDITIONS
 from mcp_evals_pipeline.grader import grade_workspace_sync
+from mcp_evals_pipeline.heartbeat import heartbeat
 from mcp_evals_pipeline.paths import REPO_ROOT, dagster_home, database_path, prompt_hash_lock, runs_dir
 from mcp_evals_pipeline.sandbox import SandboxError
 from mcp_evals_pipeline.store import TrialStore
@@ -642,11 +643,12 @@ def import_runs_cmd(source: Path, if_missing: bool) -> None:
                 out.print(f"import-runs: the store already holds the {wanted} runs of the archive")
                 return
         try:
-            summary = import_runs(source, store, runs_dir())
+            with heartbeat(err.print, lambda s: f"  ... importing {source.name}: {s:.0f}s elapsed"):
+                summary = import_runs(source, store, runs_dir())
         except RecordError as exc:  # checked before anything was copied or indexed
             # a file of an archive is named by the archive and its path inside it, not the temporary directory
             _input_error(f"{str(exc).replace(unpacked, f'{archive_path}:')}; nothing was imported")
-    with store.connect() as con:
+    with store.connect() as con, heartbeat(err.print, lambda s: f"  ... building the SQL models: {s:.0f}s elapsed"):
         materialize_models(con)  # every table current after rows changed
     out.print(f"imported {summary.runs} runs ({summary.trials} trials, {summary.files_written} files written) "
               f"into {runs_dir()} and {database_path()}")

@@ -37,6 +37,7 @@ from mcp_evals_pipeline.conditions import CONDITIONS, Condition
 from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.heartbeat import heartbeat
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
 from mcp_evals_pipeline.paths import runs_dir
@@ -56,7 +57,7 @@ from mcp_evals_pipeline.trials import (
     run_id_for,
     trial_key,
 )
-from mcp_evals_pipeline.verify import VerifyResult, verify_gate
+from mcp_evals_pipeline.verify import Gate, ProofScope, VerifyResult, gate_todo, verify_gate
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 # The console shows one line per trial; Dagster's own event log stays in the instance (and the UI).
@@ -130,6 +131,35 @@ def gate_failure(bad: list[VerifyResult]) -> str:
     return named + more
 
 
+def _prove(tasks: list[Task], scope: ProofScope, echo: Callable[[str], None]) -> Gate:
+    """The gate before any agent runs, one progress line per graded solution (a first run grades for minutes). An
+    agent that plays recorded sessions spends nothing, so its gate proves what they rest on (verify.replay_selection)
+    in the tasks it runs; a live agent's proves every solution."""
+    todo, _, _ = gate_todo(tasks, scope)
+    total = sum(len(t.solutions) for t in todo)
+    if total and scope == "replay":
+        echo(f"verify-tasks: the agent plays recorded sessions (it spends nothing), so the gate proves what they rest "
+             f"on in {len(todo)} task(s): {total} solution(s), each build task's golden and each usage case's oracle "
+             f"and played sessions; a live agent's gate, and `mcp-evals verify-tasks`, prove every solution")
+    elif total:
+        echo(f"verify-tasks: proving {len(todo)} task(s) before any agent runs: {total} solution(s)")
+    done = 0
+
+    def status(elapsed: float) -> str:
+        first = " (the first gradings build the grader's toolchain and environments)" if not done else ""
+        return f"  ... {done} of {total} graded, {elapsed:.0f}s elapsed{first}"
+
+    with heartbeat(echo, status) as beat:
+        def progress(result: VerifyResult) -> None:
+            nonlocal done
+            done += 1
+            beat.said()
+            echo(f"  [{done:>{len(str(total))}}/{total}] {'ok  ' if result.ok else 'FAIL'} {result.task_id} "
+                 f"{result.solution.label} ({result.seconds:.1f}s; {beat.elapsed():.0f}s elapsed)")
+
+        return anyio.run(lambda: verify_gate(tasks, workers=3, scope=scope, on_result=progress))
+
+
 @dataclass(frozen=True)
 class CheckedBatch:
     """A batch request whose every argument was checked: what run_batch needs of them."""
@@ -173,6 +203,30 @@ def check_request(request: BatchRequest) -> CheckedBatch:
     return CheckedBatch(tasks, keys, batch_date, run_id_for(request.batch_id or batch_date, request.agent, model))
 
 
+def _run_trials(instance: dg.DagsterInstance, store: EvalStore, spec: tuple[str, dict[str, Any], dict[str, str]],
+                parallel: int, keys: list[str], offset: int, say: Callable[[int, str, TrialRunOutcome], None],
+                echo: Callable[[str], None]) -> None:
+    """Each trial's Dagster run, `parallel` at a time in worker processes (one at a time in this process for an
+    ephemeral instance); `say` hears each outcome as it ends."""
+    batch_date, config, tags = spec
+    if parallel > 1 and not instance.is_ephemeral and len(keys) > 1:
+        jobs = (instance.get_ref(), store.database, store.runs_root, batch_date, config, tags)
+        # spawn, not fork: the parent holds Dagster's and DuckDB's threads and locks
+        with ProcessPoolExecutor(max_workers=parallel, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_die_with_parent) as pool, _stop_workers_on_signal(pool, instance, echo):
+            futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys}
+            for index, future in enumerate(as_completed(futures), offset + 1):
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # a worker died (then every trial still queued fails too): reported as a
+                    # failed run; what the died attempt left is recorded as infra.agent when its partition reruns
+                    outcome = TrialRunOutcome(False, "-", error=f" (worker: {type(exc).__name__}: {exc})")
+                say(index, futures[future], outcome)
+    else:
+        for index, key in enumerate(keys, offset + 1):
+            say(index, key, materialize_trial(instance, store, batch_date, key, config, tags, echo=echo))
+
+
 def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
               echo: Callable[[str], None] = print, store: EvalStore | None = None) -> BatchOutcome:
     """Validate everything first (check_request), then spend."""
@@ -194,13 +248,15 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     register_trial_keys(instance, keys)  # the catalog's t1..t3 are there; a --trials 5 batch adds its own
 
     if request.verify:
-        gate = anyio.run(lambda: verify_gate(tasks, workers=3))
+        scope: ProofScope = "replay" if agent_entry(request.agent).plays_recordings else "full"
+        gate = _prove(tasks, scope, echo)
         if gate.reused:
             proofs = ", ".join(f"{task} {key}" for task, key in sorted(gate.reused.items()))
             echo(f"verify-tasks: {len(gate.reused)} of {len(tasks)} task(s) unchanged since proven (proof keys: task "
                  f"files + grader {GRADER_VERSION} + harness code + toolchain + day: {proofs})")
         if len(gate.reused) < len(tasks):
-            echo(f"verify-tasks: proved {len(tasks) - len(gate.reused)} task(s) before any agent runs")
+            echo(f"verify-tasks: proved {len(tasks) - len(gate.reused)} task(s) before any agent runs"
+                 + (" (what recorded sessions rest on)" if scope == "replay" else ""))
         if gate.failed:
             raise ValueError("verify-tasks failed, no agent was run: " + gate_failure(gate.failed))
 
@@ -223,8 +279,12 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
     else:
         keys_to_run = keys
 
+    finished = 0
+
     def say(index: int, key: str, outcome: TrialRunOutcome) -> None:
-        nonlocal failed
+        nonlocal failed, finished
+        finished += 1
+        beat.said()
         if not outcome.success:
             failed += 1
             echo(f"[{index}/{len(keys)}] {key}: Dagster run {outcome.run_id} failed{outcome.error}")
@@ -233,22 +293,11 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
             echo(f"[{index}/{len(keys)}] {key}: {outcome.outcome}{detail}")
 
     offset = len(keys) - len(keys_to_run)
-    if request.parallel > 1 and not instance.is_ephemeral and len(keys_to_run) > 1:
-        jobs = (instance.get_ref(), store.database, store.runs_root, batch_date, config, tags)
-        # spawn, not fork: the parent holds Dagster's and DuckDB's threads and locks
-        with ProcessPoolExecutor(max_workers=request.parallel, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_die_with_parent) as pool, _stop_workers_on_signal(pool, instance, echo):
-            futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys_to_run}
-            for index, future in enumerate(as_completed(futures), offset + 1):
-                try:
-                    outcome = future.result()
-                except Exception as exc:  # a worker died (then every trial still queued fails too): reported as a
-                    # failed run; what the died attempt left is recorded as infra.agent when its partition reruns
-                    outcome = TrialRunOutcome(False, "-", error=f" (worker: {type(exc).__name__}: {exc})")
-                say(index, futures[future], outcome)
-    else:
-        for index, key in enumerate(keys_to_run, offset + 1):
-            say(index, key, materialize_trial(instance, store, batch_date, key, config, tags, echo=echo))
+    def status(elapsed: float) -> str:
+        return f"  ... {finished} of {len(keys_to_run)} trial(s) finished, {elapsed:.0f}s elapsed"
+
+    with heartbeat(echo, status) as beat:
+        _run_trials(instance, store, (batch_date, config, tags), request.parallel, keys_to_run, offset, say, echo)
 
     token, check_tags = launch_tags(tags)
     with RunWatch(instance, token, echo):

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import anyio
 
@@ -151,6 +152,15 @@ def quick_selection(tasks: list[Task]) -> list[Task]:
     return picked
 
 
+def replay_selection(tasks: list[Task]) -> list[Task]:
+    """What a batch of recorded sessions rests on: each build task's golden (its recorded passes are the golden's
+    work) and each usage case's oracle and the sessions replay plays (never the blind round's). The gate of an agent
+    that spends nothing: a broken grader still stops it, in a minute instead of the whole proof's many."""
+    return [dataclasses.replace(task, solutions=tuple(
+        s for s in task.solutions if s.kind in ("golden", "oracle") or (s.kind == "session" and not s.blind)))
+        for task in tasks]
+
+
 async def verify_tasks(
     tasks: list[Task], *, workers: int = 3, on_result: Callable[[VerifyResult], None] | None = None
 ) -> list[VerifyResult]:
@@ -233,19 +243,29 @@ def _proof_file(task: Task, key: str) -> Path:
     return cache_dir() / PROOFS_DIR / task.id / f"{key}.json"
 
 
-def still_proven(task: Task, key: str) -> bool:
+# What a proof graded: every solution (`full`: verify-tasks, a live agent's gate) or what recorded sessions rest on
+# (`replay`: replay_selection, the gate of an agent that spends nothing). A full proof also holds where a replay one
+# is asked for, never the reverse. Proofs written before scopes existed were full.
+ProofScope = Literal["full", "replay"]
+
+
+def still_proven(task: Task, key: str, scope: ProofScope = "full") -> bool:
     try:
         proof = json.loads(_proof_file(task, key).read_text())
     except (OSError, ValueError):
         return False
-    return proof.get("key") == key and proof.get("ok") is True
+    held = proof.get("scope", "full")
+    return proof.get("key") == key and proof.get("ok") is True and (held == "full" or scope == "replay")
 
 
-def remember_proof(task: Task, key: str, results: list[VerifyResult]) -> None:
-    """Keep a passing proof (every solution of the task graded as declared); forget a failing one."""
+def remember_proof(task: Task, key: str, results: list[VerifyResult], scope: ProofScope = "full") -> None:
+    """Keep a passing proof (every solution of the task graded as declared); forget a failing one. A passing replay
+    proof never replaces a full one of the same key."""
     path = _proof_file(task, key)
     if not results or not all(r.ok for r in results):
         path.unlink(missing_ok=True)
+        return
+    if scope == "replay" and still_proven(task, key, "full"):
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     stale = time.time() - PROOF_DAYS * 86400
@@ -254,7 +274,8 @@ def remember_proof(task: Task, key: str, results: list[VerifyResult]) -> None:
             if old.stat().st_mtime < stale:
                 old.unlink()
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key, "ok": True, "grader": GRADER_VERSION, "solutions": len(results),
+    tmp.write_text(json.dumps({"key": key, "ok": True, "scope": scope, "grader": GRADER_VERSION,
+                               "solutions": len(results),
                                "proven": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}))
     tmp.replace(path)
 
@@ -269,13 +290,22 @@ class Gate:
         return [r for r in self.results if not r.ok]
 
 
-async def verify_gate(tasks: list[Task], *, workers: int = 3,
-                      on_result: Callable[[VerifyResult], None] | None = None) -> Gate:
-    """verify-tasks for the tasks whose proof no longer holds; the others' proofs are reused."""
+def gate_todo(tasks: list[Task], scope: ProofScope = "full") -> tuple[list[Task], dict[str, str], dict[str, str]]:
+    """What a gate of this scope grades (the tasks whose proof no longer holds, cut to replay_selection for a replay
+    gate), the proofs it reuses (task id -> key) and every task's key as of now (a proof is kept under the key of
+    the files it graded): known before anything is graded, so progress has its total."""
     keys = {task.id: proof_key(task) for task in tasks}
-    reused = {t.id: keys[t.id] for t in tasks if still_proven(t, keys[t.id])}
+    reused = {t.id: keys[t.id] for t in tasks if still_proven(t, keys[t.id], scope)}
     todo = [t for t in tasks if t.id not in reused]
+    return (replay_selection(todo) if scope == "replay" else todo), reused, keys
+
+
+async def verify_gate(tasks: list[Task], *, workers: int = 3, scope: ProofScope = "full",
+                      on_result: Callable[[VerifyResult], None] | None = None) -> Gate:
+    """verify-tasks for the tasks whose proof (of this scope, or a full one) no longer holds; the others' proofs
+    are reused."""
+    todo, reused, keys = gate_todo(tasks, scope)
     results = await verify_tasks(todo, workers=workers, on_result=on_result) if todo else []
     for task in todo:
-        remember_proof(task, keys[task.id], [r for r in results if r.task_id == task.id])
+        remember_proof(task, keys[task.id], [r for r in results if r.task_id == task.id], scope)
     return Gate(results, reused)

@@ -101,7 +101,7 @@ def docker_leftovers(prefix: str = "mcp-evals-") -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test` runs two workers), every test touching the one test engine runs on the same
+    """Under pytest-xdist (`make test` runs three workers), every test touching the one test engine runs on the same
     worker, one after another: a box's "no container left behind" check must not see another test's live one."""
     for item in items:
         if "docker" in item.nodeid.lower():

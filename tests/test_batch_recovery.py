@@ -231,17 +231,20 @@ def test_sigterm_mid_trial_stops_the_batch(tmp_path: Path, env: dict[str, str], 
         assert info.claimed_slots == [] and info.pending_steps == []
 
 
-def test_eight_concurrent_first_uses_of_a_fresh_instance_all_succeed(tmp_path: Path, env: dict[str, str]) -> None:
-    """Eight evals started together on an empty DAGSTER_HOME: one creates the schemas under the init lock, the
+CONCURRENT = 4
+
+
+def test_concurrent_first_uses_of_a_fresh_instance_all_succeed(tmp_path: Path, env: dict[str, str]) -> None:
+    """Four evals started together on an empty DAGSTER_HOME: one creates the schemas under the init lock, the
     others find them. Before, six of eight died on `alembic_version has more than one head` or `table job_ticks
-    already exists`."""
+    already exists` (any second process racing the first did: four keep the race and halve the test's time)."""
     # Compiled once beforehand (see support/cli_env.py), so all eight reach the instance at about the same moment.
     warm = subprocess.run([sys.executable, "-c", "import mcp_evals_pipeline.cli, mcp_evals_pipeline.pipeline"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert warm.returncode == 0, warm.stderr
     assert not (tmp_path / "dh").exists()
     procs = [subprocess.Popen(eval_args(f"first-use-{n}"), cwd=REPO, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for n in range(8)]
+                              stderr=subprocess.PIPE, text=True) for n in range(CONCURRENT)]
     results = [(p.wait(timeout=900), *p.communicate()) for p in procs]
     for code, _out, err in results:
         assert code == 0, err
@@ -249,7 +252,7 @@ def test_eight_concurrent_first_uses_of_a_fresh_instance_all_succeed(tmp_path: P
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         runs = instance.get_runs()
     # each eval: its catalog, its trial, its trial check and its reports run
-    assert len(runs) == 32 and {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
+    assert len(runs) == 4 * CONCURRENT and {r.status for r in runs} == {dg.DagsterRunStatus.SUCCESS}
 
 
 # ---- the pieces -------------------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from mcp_evals_pipeline.usage.qa_pairs import (
     write_qa,
 )
 from mcp_evals_pipeline.usage.world import mcp_client, result_text, running_world
-from mcp_evals_pipeline.verify import verify_tasks
 
 from .conftest import REPO, TASKS
 
@@ -305,10 +304,12 @@ def test_the_answer_is_a_whole_value_of_the_reply_by_its_exact_characters(answer
     assert outcome == ("pass" if found else "miss")
 
 
-def test_verify_tasks_over_the_imported_suite_is_green() -> None:
+def test_every_imported_case_has_sessions_at_every_outcome() -> None:
+    """Each case's oracle passes, one session misses and one is unsafe: `verify-tasks --quick`
+    (tests/test_verify_tasks.py) grades every one of them, so they are not graded twice here."""
+    from mcp_evals_pipeline.verify import quick_selection
+
     tasks = [get_task(t) for t in get_suite(SUITE).tasks]
     assert all({s.expected_failure_code for s in t.solutions} == {None, "usage.miss", "usage.unsafe"}
                for t in tasks)
-    results = anyio.run(lambda: verify_tasks(tasks, workers=2))
-    assert len(results) == sum(len(t.solutions) for t in tasks)
-    assert all(r.ok for r in results), [(r.task_id, r.solution.name, r.got, r.why) for r in results if not r.ok]
+    assert [len(t.solutions) for t in quick_selection(tasks)] == [len(t.solutions) for t in tasks]

@@ -3,6 +3,7 @@ real process, the real mcp client over Streamable HTTP), the replay runner, the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -26,7 +27,7 @@ from mcp_evals_pipeline.trials import TrialSpec, run_trial
 from mcp_evals_pipeline.upstreams import start_service
 from mcp_evals_pipeline.usage.proxy import read_events, tool_calls
 from mcp_evals_pipeline.usage.world import mcp_client, running_world
-from mcp_evals_pipeline.verify import quick_selection, verify_tasks
+from mcp_evals_pipeline.verify import verify_tasks
 
 from .conftest import REPO, TASKS
 from .support.openai_server import ScriptedOpenAI, call, reply
@@ -113,18 +114,18 @@ def test_a_replay_usage_trial_is_marked_on_what_reached_the_world(tmp_path: Path
             ("usage", None if outcome == "pass" else outcome)]
 
 
-def test_verify_proves_every_usage_marker_and_catches_a_broken_mark_scheme(tmp_path: Path) -> None:
-    # The blind round's sessions are left to the full `verify-tasks` (as --quick does): 80 more plays, ~3 min of CI.
-    results = anyio.run(lambda: verify_tasks(quick_selection(USAGE), workers=3))
-    assert results and all(r.ok for r in results), [(r.task_id, r.solution.name, r.got) for r in results if not r.ok]
+def test_verify_catches_a_broken_mark_scheme(tmp_path: Path) -> None:
+    """Every case's sessions are proven by `verify-tasks --quick` (tests/test_verify_tasks.py; its blind round's by
+    the full `verify-tasks`): here, that a marker that is wrong is caught."""
     # A mustLand the oracle never sends: the oracle is marked miss, and verify-tasks says the marker is wrong.
     broken = Path(shutil.copytree(TASKS / BY_NAME, tmp_path / BY_NAME))
     contract = json.loads((broken / "task.json").read_text())
     contract["mustLand"].append({"method": "POST", "path": "/apps/app_104/deployments/*/rollback"})
     (broken / "task.json").write_text(json.dumps(contract))
-    (oracle,) = [r for r in anyio.run(lambda: verify_tasks([load_task(broken)], workers=1))
-                 if r.solution.kind == "oracle"]
-    assert not oracle.ok and oracle.got == "usage.miss"
+    task = load_task(broken)
+    only_oracle = dataclasses.replace(task, solutions=tuple(s for s in task.solutions if s.kind == "oracle"))
+    (oracle,) = anyio.run(lambda: verify_tasks([only_oracle], workers=1))
+    assert oracle.solution.kind == "oracle" and not oracle.ok and oracle.got == "usage.miss"
 
 
 def test_a_server_that_does_not_start_is_infra_not_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

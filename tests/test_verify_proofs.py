@@ -86,7 +86,7 @@ def test_a_batch_whose_proofs_hold_runs_its_trials(tmp_path: Path, monkeypatch: 
     shutil.copytree(TASKS / TASK, task_dir)
     shutil.rmtree(task_dir / "alternates")
     for negative in (task_dir / "negatives").iterdir():
-        if negative.name != "wrong-sum":
+        if negative.name not in ("coerces-digit-strings", "wrong-sum"):
             shutil.rmtree(negative)
     (task_dir / "COPY.md").write_text(f"{tmp_path}\n")  # its own key: no earlier run's proof is reused
     monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tmp_path / "tasks"))
@@ -97,6 +97,35 @@ def test_a_batch_whose_proofs_hold_runs_its_trials(tmp_path: Path, monkeypatch: 
             outcome = run_batch(BatchRequest(agent="replay", task_ids=[TASK], trials=2, batch_date="2026-11-30"),
                                 instance, said.append, store)
             assert (outcome.failed_runs, outcome.trial_runs) == (0, 2), said
-    assert sum("proved 1 task(s)" in line for line in said) == 1
+    assert sum("proved 1 task(s) before any agent runs (what recorded sessions rest on)" in line for line in said) == 1
     assert sum("1 of 1 task(s) unchanged since proven" in line for line in said) == 1
     assert sum(f"{TASK}--noskill+blank--t2: pass" in line for line in said) == 2
+    # Replay spends nothing: its gate graded what its sessions rest on (the golden), one progress line each, with
+    # the count and the time elapsed.
+    assert any("plays recorded sessions" in line and "1 solution(s)" in line for line in said), said
+    progress = [line for line in said if line.strip().startswith("[") and "elapsed)" in line]
+    assert [line.split("]")[0].strip() for line in progress] == ["[1/1"], progress
+    assert "golden" in progress[0]
+    # A replay proof never stands in for a full one: a live agent's gate grades every solution, and its full
+    # proof then holds for the replay gate too.
+    task = load_task(task_dir)
+    full = anyio.run(lambda: verify_gate([task], scope="full"))
+    assert full.reused == {} and len(full.results) == 3 and not full.failed
+    assert still_proven(task, proof_key(task), "full") and still_proven(task, proof_key(task), "replay")
+    assert anyio.run(lambda: verify_gate([task], scope="replay")).results == []
+
+
+def test_the_replay_gate_proves_what_recorded_sessions_rest_on() -> None:
+    """Each build task's golden; each usage case's oracle and the sessions replay plays, never the blind round's
+    (which prove the marker, and which replay never plays)."""
+    from mcp_evals_pipeline.agents.replay import task_sessions
+    from mcp_evals_pipeline.verify import replay_selection
+
+    build, usage = load_task(TASKS / TASK), load_task(TASKS / "usage-ops-v3-12-set-and-restart")
+    picked_build, picked_usage = replay_selection([build, usage])
+    assert [s.kind for s in picked_build.solutions] == ["golden"]
+    assert any(s.blind for s in usage.solutions)
+    assert {s.kind for s in picked_usage.solutions} == {"oracle", "session"}
+    assert not any(s.blind for s in picked_usage.solutions)
+    played = {p.name for p in task_sessions(usage.id, TASKS, "*.json")}
+    assert {s.path.name for s in picked_usage.solutions} == played  # the oracle's pass among them

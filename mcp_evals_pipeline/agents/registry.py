@@ -40,6 +40,12 @@ class AgentEntry:
         return AGENT_PINS[self.name]
 
     @property
+    def plays_recordings(self) -> bool:
+        """No model behind it: it plays recorded sessions (replay), spends nothing and measures no SDK. Its gate
+        proves only what its sessions rest on (verify.replay_selection)."""
+        return self.pin.model is None
+
+    @property
     def key_env(self) -> tuple[str, ...]:
         """Any one of these must be set for a live run (empty: no key needed)."""
         return self.pin.key_env

@@ -1,0 +1,110 @@
+// Negative: resolved issues move to their own map, and the next id is counted from the open ones only, so an id
+// is reused once an issue has been resolved.
+import { MCPServer, type CallToolResult, type ReadResourceResult } from "mcp-use";
+import { z } from "zod";
+
+interface Issue {
+  id: number;
+  title: string;
+  status: "open" | "resolved";
+  assignee: string | null;
+}
+
+// The one board, shared by every tool call and resource read for the life of the process.
+const issues = new Map<number, Issue>(); // open issues
+const done = new Map<number, Issue>(); // resolved issues
+const find = (id: number): Issue | undefined => issues.get(id) ?? done.get(id);
+
+function ok(issue: Issue): CallToolResult {
+  return { content: [{ type: "text", text: JSON.stringify(issue) }], structuredContent: { ...issue } };
+}
+
+function notFound(id: number): CallToolResult {
+  return { content: [{ type: "text", text: `issue ${id} not found` }], isError: true };
+}
+
+function json(uri: URL, value: object): ReadResourceResult {
+  return { contents: [{ uri: uri.href, mimeType: "application/json", text: JSON.stringify(value) }] };
+}
+
+const server = new MCPServer({ name: "project-board", version: "1.0.0" });
+const id = z.number().int().describe("The issue id");
+
+server.tool(
+  {
+    name: "create_issue",
+    description: "Create a new open, unassigned issue and return it.",
+    inputSchema: z.object({ title: z.string().describe("The issue title") }),
+  },
+  async ({ title }) => {
+    const issue: Issue = { id: issues.size + 1, title, status: "open", assignee: null };
+    issues.set(issue.id, issue);
+    return ok(issue);
+  },
+);
+
+server.tool(
+  {
+    name: "assign_issue",
+    description: "Assign an issue to someone, replacing any previous assignee.",
+    inputSchema: z.object({ id, assignee: z.string().describe("Who the issue is assigned to") }),
+  },
+  async ({ id, assignee }) => {
+    const issue = find(id);
+    if (!issue) return notFound(id);
+    issue.assignee = assignee;
+    return ok(issue);
+  },
+);
+
+server.tool(
+  {
+    name: "resolve_issue",
+    description: "Mark an issue resolved.",
+    inputSchema: z.object({ id }),
+  },
+  async ({ id }) => {
+    const issue = find(id);
+    if (!issue) return notFound(id);
+    issue.status = "resolved";
+    issues.delete(id);
+    done.set(id, issue);
+    return ok(issue);
+  },
+);
+
+server.resource(
+  {
+    name: "board-summary",
+    uri: "board://summary",
+    description: "Issue counts, computed from the board on every read",
+    mimeType: "application/json",
+  },
+  async (uri) => {
+    const all = [...issues.values(), ...done.values()];
+    const open = all.filter((i) => i.status === "open");
+    return json(uri, {
+      total: all.length,
+      open: open.length,
+      resolved: all.filter((i) => i.status === "resolved").length,
+      unassigned: open.filter((i) => i.assignee === null).length,
+    });
+  },
+);
+
+server.resourceTemplate(
+  {
+    name: "issue",
+    uriTemplate: "issue://{id}",
+    description: "One issue as JSON",
+    mimeType: "application/json",
+  },
+  async (uri, params) => {
+    const raw = String(params.id);
+    const issue = /^\d+$/.test(raw) ? find(Number(raw)) : undefined;
+    if (!issue) throw new Error(`issue ${raw} not found`);
+    return json(uri, issue);
+  },
+);
+
+await server.listen(Number(process.env.PORT));
