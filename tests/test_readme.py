@@ -1,0 +1,145 @@
+"""README.md and docs/*.md held to the code: every `mcp-evals <command> --option` they show is a command and options
+its `--help` lists, every `make <target>` is a Makefile target, every relative link opens a file, README stays short
+and opens with the two commands (the second is the test command CI runs), and no page names a document a reader's
+clone does not have."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+README_MAX_LINES = 150
+FIRST_COMMANDS = ("make run", "make test")
+# Documents a reader's clone does not have: the project's own working notes.
+INTERNAL = (re.compile(r"\.\./shared"), re.compile(r"\bseed 0\d+", re.I), re.compile(r"\bissue #?\d+", re.I))
+
+CODE = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.S)
+CLI_CALL = re.compile(r"\bmcp-evals[ \t]+([a-z][a-z-]*)([^\n|#]*)")
+MAKE_CALL = re.compile(r"(?:^|[\s(])make[ \t]+([a-z][\w-]*)", re.M)
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+HELP_OPTION = re.compile(r"^\s+(?:(-\w), )?(--[a-z][a-z-]*)", re.M)
+
+# One process asks the real CLI for every command's --help (one Python start instead of one per command).
+HELP_SCRIPT = """
+import json, sys
+from click.testing import CliRunner
+from mcp_evals_pipeline.cli import main
+runner = CliRunner()
+print(json.dumps({name: runner.invoke(main, [name, "--help"], prog_name="mcp-evals").output
+                  for name in sorted(main.commands)}))
+"""
+
+
+def cli_help() -> dict[str, str]:
+    """Each command's --help text, from the CLI itself."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", HELP_SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def options_of(help_text: str) -> set[str]:
+    return {opt for pair in HELP_OPTION.findall(help_text) for opt in pair if opt} | {"--help"}
+
+
+def code_of(text: str) -> str:
+    """The text of every code block and inline code span: commands are only read where they are shown as code."""
+    return "\n".join(block or span for block, span in CODE.findall(text))
+
+
+def make_targets(makefile: str) -> set[str]:
+    return set(re.findall(r"^([a-z][\w-]*):", makefile, re.M))
+
+
+def page_problems(name: str, text: str, helps: dict[str, str], targets: set[str], here: Path) -> list[str]:
+    """What a page shows that the code does not have, one line each."""
+    problems: list[str] = []
+    code = code_of(text)
+    for command, rest in CLI_CALL.findall(code):
+        if command not in helps:
+            problems.append(f"{name}: `mcp-evals {command}` is no command (mcp-evals --help)")
+            continue
+        known = options_of(helps[command])
+        for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-o\b)", rest):
+            if option not in known:
+                problems.append(f"{name}: `mcp-evals {command} {option}` is no option of it (--help)")
+    problems += [f"{name}: `make {target}` is no Makefile target" for target in MAKE_CALL.findall(code)
+                 if target not in targets]
+    for target in LINK.findall(text):
+        if "://" not in target and not (here / target).exists():
+            problems.append(f"{name}: the link {target} opens nothing")
+    problems += [f"{name}: names {m.group(0)!r}, which a reader's clone does not have" for pattern in INTERNAL
+                 for m in pattern.finditer(text)]
+    return problems
+
+
+def readme_problems(readme: str, ci_script: str) -> list[str]:
+    """README's own rules: short, and its first code block opens with the two commands, the second the one CI runs."""
+    problems = []
+    lines = readme.count("\n") + (not readme.endswith("\n"))
+    if lines > README_MAX_LINES:
+        problems.append(f"README.md: {lines} lines, more than {README_MAX_LINES}")
+    block = re.search(r"```[^\n]*\n(.*?)```", readme, re.S)
+    shown = [line.split("#")[0].strip() for line in (block.group(1) if block else "").splitlines() if line.strip()]
+    if tuple(shown[:2]) != FIRST_COMMANDS:
+        problems.append(f"README.md: the first commands are {shown[:2]}, not {list(FIRST_COMMANDS)}")
+    elif not re.search(rf"^{re.escape(shown[1])}\s*$", ci_script, re.M):
+        problems.append(f"README.md: CI (.ci/run) does not run the test command `{shown[1]}`")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def helps() -> dict[str, str]:
+    return cli_help()
+
+
+def test_readme_and_docs_show_only_what_the_code_has(helps: dict[str, str]) -> None:
+    assert {"eval", "verify-tasks", "report"} <= set(helps) and "--trials" in options_of(helps["eval"])
+    targets = make_targets((REPO / "Makefile").read_text())
+    assert {"run", "test", "ui"} <= targets
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    assert len(pages) >= 10, "README's subjects live in docs/, one page each"
+    problems = [p for page in pages
+                for p in page_problems(page.relative_to(REPO).as_posix(), page.read_text(), helps, targets,
+                                       page.parent)]
+    problems += readme_problems((REPO / "README.md").read_text(), (REPO / ".ci" / "run").read_text())
+    assert problems == [], "\n".join(problems)
+    # the checks read something: the pages do show commands and options
+    shown = code_of("\n".join(page.read_text() for page in pages))
+    assert len(CLI_CALL.findall(shown)) >= 30 and len(MAKE_CALL.findall(shown)) >= 5
+
+
+def test_each_check_names_what_the_code_lacks(helps: dict[str, str], tmp_path: Path) -> None:
+    """The negatives: a page with a misspelled command, an option no command has, a target the Makefile lacks, a
+    dead link and working notes; a README too long, opening with other commands, or whose test command CI does not
+    run."""
+    targets = make_targets((REPO / "Makefile").read_text())
+    (tmp_path / "there.md").write_text("x\n")
+    page = ("Run `mcp-evals evaluate --trials 2` or\n```sh\n.venv/bin/mcp-evals eval --trails 2 --agent replay  "
+            "# --not-read\nmake runn\n```\nSee [here](there.md), [gone](gone.md) and ../shared/DESIGN.md, seed 003, "
+            "issue 12.\n")
+    assert page_problems("p.md", page, helps, targets, tmp_path) == [
+        "p.md: `mcp-evals evaluate` is no command (mcp-evals --help)",
+        "p.md: `mcp-evals eval --trails` is no option of it (--help)",
+        "p.md: `make runn` is no Makefile target",
+        "p.md: the link gone.md opens nothing",
+        "p.md: names '../shared', which a reader's clone does not have",
+        "p.md: names 'seed 003', which a reader's clone does not have",
+        "p.md: names 'issue 12', which a reader's clone does not have",
+    ]
+    good = "# x\n\n```sh\nmake run    # the main job\nmake test   # the tests\n```\n"
+    ci = "#!/usr/bin/env bash\nscripts/install_boxes.sh\nmake test\n"
+    assert readme_problems(good, ci) == []
+    assert readme_problems(good + "line\n" * 150, ci) == ["README.md: 156 lines, more than 150"]
+    swapped = good.replace("make run ", "make tmp ").replace("make test", "make run").replace("make tmp", "make test")
+    assert readme_problems(swapped, ci) == ["README.md: the first commands are ['make test', 'make run'], "
+                                            "not ['make run', 'make test']"]
+    assert readme_problems(good, ci.replace("make test", "make check")) == [
+        "README.md: CI (.ci/run) does not run the test command `make test`"]
