@@ -5,6 +5,7 @@ clone does not have."""
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -143,3 +144,52 @@ def test_each_check_names_what_the_code_lacks(helps: dict[str, str], tmp_path: P
                                             "not ['make run', 'make test']"]
     assert readme_problems(good, ci.replace("make test", "make check")) == [
         "README.md: CI (.ci/run) does not run the test command `make test`"]
+
+
+def readme_query(readme: str) -> str:
+    """The SQL of README's first query (the text inside `con.sql(\"\"\" ... \"\"\")`)."""
+    found = re.search(r'con\.sql\("""(.*?)"""\)', readme, re.S)
+    assert found, "README shows a query run from Python"
+    return found.group(1)
+
+
+def wilson(passed: int, n: int) -> tuple[float, float]:
+    z = 1.96
+    p = passed / n
+    centre, spread = p + z * z / (2 * n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
+
+
+def test_the_readme_query_answers_this_weeks_pass_rate_per_suite(tmp_path: Path) -> None:
+    """README's query on a real store's models: this week's batches pooled per suite x agent x condition (build and
+    usage), last month's left out, with the Wilson interval of the pooled counts."""
+    import datetime as dt
+
+    import duckdb
+
+    from mcp_evals_pipeline.sql_models import materialize_models
+    from mcp_evals_pipeline.store import TrialStore
+
+    store = TrialStore(tmp_path / "evals.duckdb")
+    today = dt.date.today()
+    with store.connect() as con:
+        materialize_models(con)
+        for table, suite, date, passed, valid in [
+            ("trends", "mcp-use", today, 1, 2), ("trends", "mcp-use", today, 3, 4),
+            ("trends", "mcp-use", today - dt.timedelta(days=40), 0, 9),
+            ("usage_trends", "ops-platform", today, 14, 46),
+        ]:
+            con.execute(f"INSERT INTO {table} BY NAME SELECT ? AS batch_id, ?::DATE AS batch_date, ? AS suite, "
+                        "'codex' AS agent_runner, 'm' AS agent_model, 'c' AS condition, ? AS passed, "
+                        "? AS valid_scored", [f"b{passed}", date, suite, passed, valid])
+    query = readme_query((REPO / "README.md").read_text())
+    with duckdb.connect(str(store.path), read_only=True) as con:
+        result = con.sql(query)
+        rows = result.fetchall()
+        assert result.columns[:6] == ["suite", "agent_runner", "agent_model", "condition", "passed", "valid_scored"]
+        # the negative: without its week the same query pools last month's batch in
+        unbounded = con.sql(query.replace("AND batch_date >= date_trunc('week', current_date)", "")).fetchall()
+    assert [(r[0], int(r[4]), int(r[5])) for r in unbounded] == [("mcp-use", 4, 15), ("ops-platform", 14, 46)]
+    expected = [("mcp-use", 4, 6, *wilson(4, 6)), ("ops-platform", 14, 46, *wilson(14, 46))]
+    assert [(r[0], int(r[4]), int(r[5]), r[7], r[8]) for r in rows] == [
+        (s, p, n, pytest.approx(lo, abs=6e-4), pytest.approx(hi, abs=6e-4)) for s, p, n, lo, hi in expected]
