@@ -21,7 +21,8 @@ FIRST_COMMANDS = ("make run", "make test")
 INTERNAL = (re.compile(r"\.\./shared"), re.compile(r"\bseed 0\d+", re.I), re.compile(r"\bissue #?\d+", re.I))
 
 CODE = re.compile(r"```[^\n]*\n(.*?)```|`([^`\n]+)`", re.S)
-CLI_CALL = re.compile(r"\bmcp-evals[ \t]+([a-z][a-z-]*)([^\n|#]*)")
+# `mcp-evals a --x | b --y` shows two commands; a comment (`# ...`) is not read
+CLI_CALL = re.compile(r"\bmcp-evals[ \t]+([a-z][^\n#]*)")
 MAKE_CALL = re.compile(r"(?:^|[\s(])make[ \t]+([a-z][\w-]*)", re.M)
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 HELP_OPTION = re.compile(r"^\s+(?:(-\w), )?(--[a-z][a-z-]*)", re.M)
@@ -63,14 +64,15 @@ def page_problems(name: str, text: str, helps: dict[str, str], targets: set[str]
     """What a page shows that the code does not have, one line each."""
     problems: list[str] = []
     code = code_of(text)
-    for command, rest in CLI_CALL.findall(code):
-        if command not in helps:
-            problems.append(f"{name}: `mcp-evals {command}` is no command (mcp-evals --help)")
-            continue
-        known = options_of(helps[command])
-        for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-o\b)", rest):
-            if option not in known:
-                problems.append(f"{name}: `mcp-evals {command} {option}` is no option of it (--help)")
+    for line in CLI_CALL.findall(code):
+        for segment in line.split("|"):
+            command, _, rest = segment.strip().partition(" ")
+            if command not in helps:
+                problems.append(f"{name}: `mcp-evals {command}` is no command (mcp-evals --help)")
+                continue
+            known = options_of(helps[command])
+            problems += [f"{name}: `mcp-evals {command} {option}` is no option of it (--help)"
+                         for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*|-o\b)", rest) if option not in known]
     problems += [f"{name}: `make {target}` is no Makefile target" for target in MAKE_CALL.findall(code)
                  if target not in targets]
     for target in LINK.findall(text):
@@ -124,11 +126,12 @@ def test_each_check_names_what_the_code_lacks(helps: dict[str, str], tmp_path: P
     targets = make_targets((REPO / "Makefile").read_text())
     (tmp_path / "there.md").write_text("x\n")
     page = ("Run `mcp-evals evaluate --trials 2` or\n```sh\n.venv/bin/mcp-evals eval --trails 2 --agent replay  "
-            "# --not-read\nmake runn\n```\nSee [here](there.md), [gone](gone.md) and ../shared/DESIGN.md, seed 003, "
-            "issue 12.\n")
+            "# --not-read\nmcp-evals list-tasks | lock-task\nmake runn\n```\n"
+            "See [here](there.md), [gone](gone.md) and ../shared/DESIGN.md, seed 003, issue 12.\n")
     assert page_problems("p.md", page, helps, targets, tmp_path) == [
         "p.md: `mcp-evals evaluate` is no command (mcp-evals --help)",
         "p.md: `mcp-evals eval --trails` is no option of it (--help)",
+        "p.md: `mcp-evals lock-task` is no command (mcp-evals --help)",
         "p.md: `make runn` is no Makefile target",
         "p.md: the link gone.md opens nothing",
         "p.md: names '../shared', which a reader's clone does not have",
