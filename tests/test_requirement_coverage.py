@@ -79,7 +79,6 @@ def implied_kinds(contract: TaskContract) -> set[str]:
 # whose negatives break each one at a later exchange (docs/task-authoring.md, "The rule, proven").
 LATER_EXCHANGE_DEBT: frozenset[str] = frozenset({
     "py-v4-02-stateful-ticket-queue", "py-v5-03-docs-lookup-server",
-    "py-v5-09-raw-input-required-approval",
     "py-v4-11-middleware-protected-audit", "py-v4-12-oauth-whoami", "py-v4-13-oauth-whoami-okta",
     "v4-03-docs-lookup-server", "v4-06-project-board-composition",
     "v4-07-debug-inventory-server",
