@@ -78,8 +78,6 @@ def implied_kinds(contract: TaskContract) -> set[str]:
 # task leaves the list by negatives that break each property at a later exchange, or, where the contract checks a
 # property once, by a new version that checks it wherever it applies (docs/task-authoring.md, "The rule, proven").
 LATER_EXCHANGE_DEBT: frozenset[str] = frozenset({
-    "py-v5-06-project-board-composition", "py-v5-07-debug-inventory-server", "py-v5-08-openapi-order-service",
-    "py-v5-09-raw-input-required-approval", "py-v5-10-multi-view-incident-console",
     "v4-11-middleware-protected-audit", "v4-12-oauth-whoami",
     "v4-13-oauth-whoami-okta",
 })

@@ -1,0 +1,72 @@
+"""Negative: get_stock answers from a per-sku cache filled on its first call."""
+
+import functools
+import os
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import StrictInt
+
+mcp = MCPServer("inventory")
+
+# sku -> item; the stock levels change as tools are called.
+INVENTORY: dict[str, dict[str, Any]] = {
+    "coffee-mug": {"sku": "coffee-mug", "name": "Coffee Mug", "stock": 8},
+    "desk-lamp": {"sku": "desk-lamp", "name": "Desk Lamp", "stock": 2},
+    "notebook": {"sku": "notebook", "name": "Notebook", "stock": 15},
+}
+
+
+def _item(sku: str) -> dict[str, Any]:
+    item = INVENTORY.get(sku)
+    if item is None:
+        raise ToolError(f"item {sku} not found")
+    return item
+
+
+def _check_quantity(quantity: int) -> None:
+    if quantity < 1:
+        raise ToolError(f"quantity must be at least 1 (got {quantity})")
+
+
+@mcp.tool()
+def list_inventory() -> dict[str, Any]:
+    """List every item with its current stock."""
+    return {"items": [dict(item) for item in INVENTORY.values()]}
+
+
+@functools.lru_cache(maxsize=None)
+def _stock_of(sku: str) -> int:
+    return _item(sku)["stock"]
+
+
+@mcp.tool()
+def get_stock(sku: str) -> dict[str, Any]:
+    """Current stock of one item."""
+    return {"sku": sku, "stock": _stock_of(sku)}
+
+
+@mcp.tool()
+def reserve_stock(sku: str, quantity: StrictInt) -> dict[str, Any]:
+    """Take `quantity` units of an item out of stock."""
+    _check_quantity(quantity)
+    item = _item(sku)
+    if quantity > item["stock"]:
+        raise ToolError(f"insufficient stock for {sku}: {item['stock']} left, {quantity} requested")
+    item["stock"] -= quantity
+    return {"sku": sku, "reserved": quantity, "stock": item["stock"]}
+
+
+@mcp.tool()
+def restock(sku: str, quantity: StrictInt) -> dict[str, Any]:
+    """Add `quantity` units of an item to stock."""
+    _check_quantity(quantity)
+    item = _item(sku)
+    item["stock"] += quantity
+    return {"sku": sku, "restocked": quantity, "stock": item["stock"]}
+
+
+if __name__ == "__main__":
+    port = int(os.environ["PORT"])
+    mcp.run("streamable-http", host="127.0.0.1", port=port, streamable_http_path="/mcp")
