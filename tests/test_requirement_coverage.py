@@ -85,7 +85,6 @@ LATER_EXCHANGE_DEBT: frozenset[str] = frozenset({
     "v4-03-docs-lookup-server", "v4-06-project-board-composition",
     "v4-07-debug-inventory-server",
     "v4-11-middleware-protected-audit",
-    "v4-13-oauth-whoami-okta",
 })
 
 
