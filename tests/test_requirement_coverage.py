@@ -84,7 +84,6 @@ LATER_EXCHANGE_DEBT: frozenset[str] = frozenset({
     "py-v4-11-middleware-protected-audit", "py-v4-12-oauth-whoami", "py-v4-13-oauth-whoami-okta",
     "v4-03-docs-lookup-server", "v4-06-project-board-composition",
     "v4-07-debug-inventory-server",
-    "v4-11-middleware-protected-audit",
 })
 
 
