@@ -249,7 +249,7 @@ def _input_error(message: object) -> NoReturn:
 def import_qa_cmd(qa_file: Path, prefix: str, server_from: str | None, server_path: str | None,
                   server_env: tuple[str, ...], world: str | None, max_turns: int, tier: str,
                   out_dir: Path | None) -> None:
-    """Turn a QA-pair evaluation file (seed 003) into read-only usage cases, one directory per <qa_pair>."""
+    """Turn a QA-pair evaluation file (<qa_pair> XML) into read-only usage cases, one directory per <qa_pair>."""
     from pydantic import ValidationError
 
     from mcp_evals_pipeline.contracts.usage import UsageContract, UsageServer
@@ -295,7 +295,7 @@ def import_qa_cmd(qa_file: Path, prefix: str, server_from: str | None, server_pa
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="The QA-pair file to write.")
 def export_qa_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], output: Path) -> None:
-    """Write read-only usage cases as a QA-pair evaluation file (seed 003); a case with writes is refused."""
+    """Write read-only usage cases as a QA-pair evaluation file (<qa_pair> XML); a case with writes is refused."""
     from mcp_evals_pipeline.paths import tasks_dir
     from mcp_evals_pipeline.usage.qa_pairs import QaExportError, export_qa, write_qa
 

@@ -134,7 +134,7 @@ def quick_selection(tasks: list[Task]) -> list[Task]:
     """Every golden and alternate, and per runtime one negative for each failure code the suite declares (the
     first in task order): that the grader still passes legitimate work and still fails each stage, in a fraction of
     the time of every solution (which `verify-tasks` without --quick grades). A usage task's sessions are all kept
-    (about a second each: a fresh world and server) but its blind ones. Blind solutions and sessions (issue 24's
+    (about a second each: a fresh world and server) but its blind ones. Blind solutions and sessions (the authoring
     blind round) are left to the full run: they add no stage the task's own solutions miss, and CI's time is
     spent."""
     seen: set[tuple[str, str | None]] = set()
