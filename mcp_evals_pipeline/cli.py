@@ -226,6 +226,18 @@ def lock_tasks() -> None:
         sys.exit(1)
 
 
+def _refuse_unknown_tasks(task_ids: list[str] | tuple[str, ...]) -> None:
+    """Exit 2 at the first id naming no task directory, with the nearest ids; a task that exists but does not
+    load is left to the command (it names the file and field)."""
+    for task_id in task_ids:
+        try:
+            get_task(task_id)
+        except UnknownTask as exc:
+            _input_error(exc)
+        except TaskLoadError:
+            continue
+
+
 def _input_error(message: object) -> NoReturn:
     """Bad input: one line on stderr, exit 2 (the message may hold brackets: no markup)."""
     from rich.markup import escape
@@ -305,13 +317,7 @@ def export_qa_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], output: Pa
     selected = _selection(task_ids, suites)
     if not selected:
         _input_error("select the cases with --task or --suite")
-    for task_id in selected:  # an unknown id names the nearest ones
-        try:
-            get_task(task_id)
-        except UnknownTask as exc:
-            _input_error(exc)
-        except TaskLoadError:
-            pass  # a task that does not load is export_qa's to name
+    _refuse_unknown_tasks(selected)  # a task that exists but does not load is export_qa's to name
     try:
         qa = export_qa([tasks_dir() / task_id for task_id in selected])
     except QaExportError as exc:
@@ -567,13 +573,7 @@ def merge_shards_cmd(shards: tuple[Path, ...], expected: tuple[str, ...], suites
     from mcp_evals_pipeline.sql_models import materialize_models
 
     wanted = _selection(expected, suites)
-    for task_id in expected:  # a misspelled expectation is bad usage, not a missing shard
-        try:
-            get_task(task_id)
-        except UnknownTask as exc:
-            _input_error(exc)
-        except TaskLoadError:
-            pass  # a task that exists but does not load is still expected of the shards
+    _refuse_unknown_tasks(expected)  # a misspelled expectation is bad usage, not a missing shard
     store = TrialStore()
     try:
         summary = merge_shards(list(shards), runs_dir(), store, wanted or None)
