@@ -127,6 +127,10 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
                 errors.append(exc)
     else:
         tasks, errors = discover_tasks()
+    if not tasks and not errors:
+        from mcp_evals_pipeline.paths import tasks_dir
+
+        _input_error(f"no task to verify under {tasks_dir()}")
     for exc in errors:
         err.print(f"[red]task error:[/] {exc}")
     if quick:
@@ -223,6 +227,18 @@ def lock_tasks() -> None:
         sys.exit(1)
 
 
+def _refuse_unknown_tasks(task_ids: list[str] | tuple[str, ...]) -> None:
+    """Exit 2 at the first id naming no task directory, with the nearest ids; a task that exists but does not
+    load is left to the command (it names the file and field)."""
+    for task_id in task_ids:
+        try:
+            get_task(task_id)
+        except UnknownTask as exc:
+            _input_error(exc)
+        except TaskLoadError:
+            continue
+
+
 def _input_error(message: object) -> NoReturn:
     """Bad input: one line on stderr, exit 2 (the message may hold brackets: no markup)."""
     from rich.markup import escape
@@ -302,9 +318,7 @@ def export_qa_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], output: Pa
     selected = _selection(task_ids, suites)
     if not selected:
         _input_error("select the cases with --task or --suite")
-    missing = [t for t in selected if not (tasks_dir() / t).is_dir()]
-    if missing:
-        _input_error(f"no such task: {', '.join(missing)} (under {tasks_dir()})")
+    _refuse_unknown_tasks(selected)  # a task that exists but does not load is export_qa's to name
     try:
         qa = export_qa([tasks_dir() / task_id for task_id in selected])
     except QaExportError as exc:
@@ -560,6 +574,7 @@ def merge_shards_cmd(shards: tuple[Path, ...], expected: tuple[str, ...], suites
     from mcp_evals_pipeline.sql_models import materialize_models
 
     wanted = _selection(expected, suites)
+    _refuse_unknown_tasks(expected)  # a misspelled expectation is bad usage, not a missing shard
     store = TrialStore()
     try:
         summary = merge_shards(list(shards), runs_dir(), store, wanted or None)
@@ -675,14 +690,38 @@ def report_cmd(run_id: str, write: bool) -> None:
     store = TrialStore()
     with store.connect() as con:
         if not con.execute("SELECT count(*) FROM trials WHERE run_id = ?", [run_id]).fetchone()[0]:
-            err.print(f"[red]error:[/] no trials of run {run_id!r} in {store.path}")
-            sys.exit(2)
+            from mcp_evals_pipeline.did_you_mean import suggestion
+
+            there = [r[0] for r in con.execute("SELECT DISTINCT run_id FROM trials").fetchall()]
+            _input_error(f"no trials of run {run_id!r} in {store.path}{suggestion(run_id, there)} "
+                         "(`mcp-evals runs` lists the runs)")
         materialize_models(con)
         text = render_report(run_id, con)
     click.echo(text)
     if write:
         (runs_dir() / run_id).mkdir(parents=True, exist_ok=True)
         (runs_dir() / run_id / "report.md").write_text(text)
+
+
+def _check_regrade_selection(run_id: str, task_ids: tuple[str, ...]) -> None:
+    """A run directory that exists, holding a trial of every --task: else exit 2 naming the nearest."""
+    from mcp_evals_pipeline.did_you_mean import suggestion
+    from mcp_evals_pipeline.ids import check_id
+    from mcp_evals_pipeline.trial_dir import TRIAL_FILE, TrialDir
+
+    try:
+        run_dir = runs_dir() / check_id(run_id, "run id")
+    except ValueError as exc:
+        _input_error(exc)
+    if not run_dir.is_dir():
+        there = [d.name for d in runs_dir().glob("*") if d.is_dir()] if runs_dir().is_dir() else []
+        _input_error(f"no run directory at {run_dir}{suggestion(run_id, there)} (`mcp-evals runs` lists the runs)")
+    held = sorted({r.task for path in run_dir.glob(f"trials/*/{TRIAL_FILE}")
+                   if (r := TrialDir(path.parent).current_record()) is not None})
+    for task_id in task_ids:
+        if task_id not in held:
+            _input_error(f"--task {task_id}: run {run_id} has no trial of it{suggestion(task_id, held)} "
+                         f"(its tasks: {', '.join(held) or 'none'})")
 
 
 @main.command("regrade")
@@ -693,23 +732,17 @@ def regrade_cmd(run_ids: tuple[str, ...], task_ids: tuple[str, ...], force: bool
     """Mark stored work again with today's grader and contracts, changing nothing else: each trial becomes a new
     attempt (its agent, transcript and workspace untouched); then what the marker change alone moved."""
     from mcp_evals_pipeline.defs.reports.assets import write_scorecard
-    from mcp_evals_pipeline.ids import check_id
     from mcp_evals_pipeline.regrade import regrade_run
     from mcp_evals_pipeline.reporting.compare import Side, compare, render
     from mcp_evals_pipeline.sql_models import materialize_models
     from mcp_evals_pipeline.versions import GRADER_VERSION
 
+    for run_id in run_ids:  # every run and task named is checked before anything is opened or marked again
+        _check_regrade_selection(run_id, task_ids)
     store = TrialStore()
     moved: set[tuple[str, str]] = set()  # (batch, old grader)
     for run_id in run_ids:
-        try:
-            run_dir = runs_dir() / check_id(run_id, "run id")
-        except ValueError as exc:
-            err.print(f"[red]error:[/] {exc}")
-            sys.exit(2)
-        if not run_dir.is_dir():
-            err.print(f"[red]error:[/] no run directory at {run_dir}")
-            sys.exit(2)
+        run_dir = runs_dir() / run_id
         results = regrade_run(run_dir, store, tasks=task_ids, force=force)
         table = Table("trial", "before", "after", title=f"regrade {run_id} with grader {GRADER_VERSION}")
         for r in results:
@@ -738,9 +771,11 @@ def regrade_cmd(run_ids: tuple[str, ...], task_ids: tuple[str, ...], force: bool
 @click.argument("side_b")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 def compare_cmd(side_a: str, side_b: str, as_json: bool) -> None:
-    """What changed from batch A to batch B: flipped cells, new and fixed failure codes, the pass-rate change with
-    its interval, a sign test over tasks. A side is BATCH (its current attempts) or BATCH@GRADER_VERSION (after
-    `regrade`: what the marker change alone moved)."""
+    """What changed from batch A to batch B: flipped cells, new and fixed failure codes of the tasks both ran, the
+    pass-rate change with its interval, a sign test over tasks, and what either side lacks (a kind, condition or
+    agent the other ran). A side is BATCH (its current attempts; `mcp-evals batches` lists them, an imported one by
+    its GitHub Actions run id, not its date) or BATCH@GRADER_VERSION (after `regrade`: what the marker change alone
+    moved)."""
     from mcp_evals_pipeline.reporting.compare import CompareError, Side, compare, render
 
     store = TrialStore()
@@ -748,9 +783,39 @@ def compare_cmd(side_a: str, side_b: str, as_json: bool) -> None:
         with store.connect() as con:
             result = compare(con, Side.parse(side_a), Side.parse(side_b))
     except CompareError as exc:
-        err.print(f"[red]error:[/] {exc} in {store.path}")
-        sys.exit(2)
+        _input_error(f"{exc} (store: {store.path})")
     click.echo(json.dumps(result.as_dict(), indent=2) if as_json else render(result))
+
+
+def _empty_trends(con, asked: dict[str, str | None]) -> None:  # type: ignore[no-untyped-def]
+    """No trend row: say why. A value the store never holds is a typo (exit 2, the nearest named); values that
+    each exist but never together are an empty selection (exit 2); an empty store is not an error."""
+    from mcp_evals_pipeline.agents.registry import AGENTS
+    from mcp_evals_pipeline.conditions import CONDITIONS
+    from mcp_evals_pipeline.did_you_mean import suggestion
+    from mcp_evals_pipeline.tasks.suites import load_suites
+
+    given = {column: value for column, value in asked.items() if value}
+    if not given:
+        total = con.execute("SELECT count(*) FROM trials").fetchone()[0]
+        out.print(f"no build trend to show in {database_path()} ({total} trials there: `mcp-evals batches` lists "
+                  "them)" if total else f"no trials in {database_path()} yet: `make run` makes the first batches")
+        return
+    option = {"suite": "--suite", "agent_runner": "--agent", "condition": "--condition"}
+    known = {"suite": list(load_suites()), "agent_runner": list(AGENTS), "condition": [*CONDITIONS, "*"]}
+    for column, value in given.items():
+        held = [r[0] for r in con.execute(f"SELECT DISTINCT {column} FROM trends WHERE {column} IS NOT NULL "
+                                          f"ORDER BY 1").fetchall()]
+        if value not in held:  # a name this checkout knows is no typo: only what the store holds is said
+            near = "" if value in known[column] else suggestion(value, dict.fromkeys([*held, *known[column]]))
+            usage = con.execute(f"SELECT count(*) FROM trials WHERE kind = 'usage' AND {column} = ?",
+                                [value]).fetchone()[0]
+            apart = (f"; its {usage} usage trials have trends of their own: SELECT * FROM usage_trends WHERE "
+                     f"{column} = '{value}'" if usage else "")
+            _input_error(f"{option[column]} {value}: no build trials of it in {database_path()}{near} (the build "
+                         f"trends hold: {', '.join(str(h) for h in held if h != '*') or 'nothing'}){apart}")
+    _input_error("no batch has trials of " + " and ".join(f"{option[c]} {v}" for c, v in given.items())
+                 + " together (`mcp-evals batches` lists what there is)")
 
 
 @main.command("trends")
@@ -775,6 +840,9 @@ def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> N
         cursor = con.execute(sql + " ORDER BY suite, agent_runner, agent_model, condition, batch_date", params)
         names = [d[0] for d in cursor.description]
         rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+        if not rows:
+            _empty_trends(con, {"suite": suite, "agent_runner": agent, "condition": condition})
+            return
     table = Table("suite", "batch", "date", "agent/model", "condition", "pass rate", "passed/valid", "invalid",
                   "tasks", "grader", title="trends")
     for r in rows:
@@ -786,6 +854,83 @@ def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> N
                       f"{r['passed']}/{r['valid_scored']}", str(r["invalid"]), f"{r['tasks']}{task_marker}",
                       f"{r['grader_versions']}{marker}")
     out.print(table)
+
+
+def _store_or_hint() -> TrialStore | None:
+    """The store when it holds trials; else None, after one line saying how to get some (nothing is created)."""
+    path = database_path()
+    if path.exists():
+        store = TrialStore(path)
+        with store.connect() as con:
+            if con.execute("SELECT count(*) FROM trials").fetchone()[0]:
+                return store
+    dirs = [d for d in runs_dir().glob("*") if (d / "run.json").is_file()] if runs_dir().is_dir() else []
+    if dirs:
+        out.print(f"no trials in {path}, but {len(dirs)} run directories under {runs_dir()}: "
+                  "`mcp-evals rebuild-db` indexes them")
+    else:
+        out.print(f"no runs yet in {path}: `make run` makes the first ones (or `mcp-evals eval`); "
+                  "`mcp-evals import-runs tests/fixtures/legacy_runs.tar.xz` adds the earlier harness's real runs")
+    return None
+
+
+@main.command("batches")
+def batches_cmd() -> None:
+    """Every batch in the store, newest first: its dates, suites, agents/models, runs and trial counts (current
+    attempts; passed/valid, usage unsafe apart, invalid). Imported batches are marked: their ids are the earlier
+    harness's GitHub Actions run ids, not dates. Read-only."""
+    from mcp_evals_pipeline.reporting.inventory import IMPORTED_IDS, batches
+
+    store = _store_or_hint()
+    if store is None:
+        return
+    with store.connect() as con:
+        rows = batches(con)
+    table = Table("batch", "date", "suites", "agent/model", "runs", "trials", "passed/valid", "invalid",
+                  title=f"batches ({len(rows)}; `mcp-evals runs --batch B` for a batch's runs)")
+    for b in rows:
+        table.add_row(b.batch_id + (" [yellow](imported)[/]" if b.counts.imported else ""), b.dates, b.suites,
+                      b.agents, str(b.runs), str(b.counts.trials), b.counts.passes(), str(b.counts.invalid))
+    out.print(table)
+    if any(b.counts.imported for b in rows):
+        out.print(f"{IMPORTED_IDS}; `mcp-evals compare A B` takes these ids")
+
+
+@main.command("runs")
+@click.option("--batch", help="Only this batch's runs (`mcp-evals batches` lists them).")
+def runs_cmd(batch: str | None) -> None:
+    """Every run in the store (one per batch x agent x model; an imported run is one task's), the latest started
+    first: its id, batch, agent/model, start and trial counts (current attempts; passed/valid, usage unsafe apart,
+    invalid). Read-only."""
+    import datetime as dt
+
+    from rich.table import Column
+
+    from mcp_evals_pipeline.reporting.inventory import IMPORTED_IDS, runs, unknown_batch
+
+    store = _store_or_hint()
+    if store is None:
+        if batch:
+            _input_error(f"no batch {batch!r}: the store holds no trials yet")
+        return
+    with store.connect() as con:
+        if batch and (missing := unknown_batch(con, batch)):
+            _input_error(missing)
+        rows = runs(con, batch)
+    names = ([] if batch else ["batch"]) + ["agent/model", "started (UTC)", "trials", "passed/valid", "invalid"]
+    # the run id, the one a user copies, is never cut; the others fold rather than lose their ends (no box: an
+    # imported run's id is long)
+    table = Table(*[Column(name, overflow="fold") for name in names], Column("run", no_wrap=True), box=None,
+                  title=f"runs{f' of batch {batch}' if batch else ''} ({len(rows)}; `mcp-evals report --run R` "
+                        "prints one's scorecard)")
+    for r in rows:
+        started = r.started.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M") if r.started else "-"
+        first = [] if batch else [(r.batch_id or "-") + (" [yellow](imported)[/]" if r.counts.imported else "")]
+        table.add_row(*first, r.agent, started, str(r.counts.trials), r.counts.passes(),
+                      str(r.counts.invalid), r.run_id)
+    out.print(table)
+    if any(r.counts.imported for r in rows):
+        out.print(IMPORTED_IDS)
 
 
 @main.command("overview")

@@ -14,6 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_evals_pipeline.did_you_mean import suggestion
 from mcp_evals_pipeline.paths import scaffold_dir, skill_dir
 from mcp_evals_pipeline.tasks.catalog import Task
 
@@ -52,7 +53,8 @@ class Condition:
         if name in USAGE_CONDITIONS:
             return cls(name, "usage", instructions=name == "instructions", docs=name == "docs")
         if name not in BUILD_CONDITIONS:
-            raise ValueError(f"unknown condition {name!r} (build tasks: {', '.join(BUILD_CONDITIONS)}; "
+            raise ValueError(f"unknown condition {name!r}{suggestion(name, CONDITIONS)} "
+                             f"(build tasks: {', '.join(BUILD_CONDITIONS)}; "
                              f"usage tasks: {', '.join(USAGE_CONDITIONS)})")
         skill, workspace = name.split("+")
         return cls(name, "build", skill=skill == "skill", scaffold=workspace == "scaffold")

@@ -118,6 +118,6 @@ def test_compare_cli_and_a_missing_batch(db: Path, monkeypatch: pytest.MonkeyPat
     assert data["headlines"][0]["signTest"] == {"up": 2, "down": 1, "tied": 1, "p": 1.0}
     assert [f["task"] for f in data["flipped"]] == ["t1", "t2", "t4"]
     missing = CliRunner().invoke(main, ["compare", "A1", "nope"])
-    assert missing.exit_code == 2 and "no trials of nope" in missing.output
+    assert missing.exit_code == 2 and "no batch 'nope' (`mcp-evals batches` lists the 2 there are)" in missing.output
     with pytest.raises(CompareError):
         Side.parse("@1.0")

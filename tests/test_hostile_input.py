@@ -186,7 +186,7 @@ def eval_cli(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyp
     (("--batch-id", "../../etc"), "batch id '../../etc' is not a plain name"),
     (("--batch-id", "x" * 300), "is longer than 200 characters"),
     (("--task", "../tasks/x"), "task id '../tasks/x' is not a plain name"),
-    (("--task", "py-v4-01-basic-tool-servr"), "no such task; the closest is py-v4-01-basic-tool-server"),
+    (("--task", "py-v4-01-basic-tool-servr"), "no such task; did you mean py-v4-01-basic-tool-server?"),
     (("--batch-date", "2026-02-30"), "'2026-02-30' is not a batch date"),
     (("--condition", "skill+cloud"), "unknown condition"),
     (("--agent", "nope"), "unknown agent runner 'nope'"),
@@ -205,7 +205,7 @@ def test_eval_refuses_each_bad_argument_before_creating_the_instance(eval_cli, t
 def test_verify_tasks_names_the_closest_task_and_exits_2(tmp_path: Path) -> None:
     result = _cli(tmp_path, "verify-tasks", "--task", "py-v4-01-basic-tool-servr")
     assert result.exit_code == 2, _said(result)
-    assert "no such task; the closest is py-v4-01-basic-tool-server" in _said(result)
+    assert "no such task; did you mean py-v4-01-basic-tool-server?" in _said(result)
     escaping = _cli(tmp_path, "verify-tasks", "--task", "../../x")
     assert escaping.exit_code == 2 and "task id '../../x' is not a plain name" in _said(escaping)
 

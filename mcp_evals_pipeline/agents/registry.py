@@ -19,6 +19,7 @@ from mcp_evals_pipeline.agents.cli_tools import CLI_PINS
 from mcp_evals_pipeline.agents.codex_agent import CodexAgent
 from mcp_evals_pipeline.agents.openai_agent import OpenAIAgent
 from mcp_evals_pipeline.agents.replay import ReplayAgent
+from mcp_evals_pipeline.did_you_mean import suggestion
 from mcp_evals_pipeline.models import AGENT_PINS, AgentPin
 
 
@@ -94,7 +95,8 @@ def agent_entry(name: str) -> AgentEntry:
         if name in PLANNED_RUNNERS:
             raise UnknownRunner(f"agent runner {name!r} is not available yet (available: {available})") from None
         planned = f"; not available yet: {', '.join(PLANNED_RUNNERS)}" if PLANNED_RUNNERS else ""
-        raise UnknownRunner(f"unknown agent runner {name!r} (available: {available}{planned})") from None
+        raise UnknownRunner(f"unknown agent runner {name!r}{suggestion(name, AGENTS)} "
+                            f"(available: {available}{planned})") from None
 
 
 def get_runner(name: str) -> AgentRunner:

@@ -10,8 +10,9 @@ did; mixed) and the first failing check of its failing trials. Then, per kind x 
 paired tasks only, the pass rate of each side with its Wilson interval, the change with Newcombe's interval, the
 exact sign test over the per-task differences (the task is the unit of pairing), and the trials per side it would
 take to see a 10-point change at the first side's rate. Usage cells count unsafe apart: never averaged into a pass
-rate. Failure codes: those only the second batch shows (new) and those only the first did (fixed). Invalid trials
-are counted and leave every denominator.
+rate. Failure codes, over the paired cells: those only the second batch shows (new) and those only the first did
+(fixed); what one side never ran is named as lacking (`B has no usage trials under bare by replay`), never as
+fixed or new. Invalid trials are counted and leave every denominator.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import duckdb
 
 from mcp_evals_pipeline.reporting import stats
+from mcp_evals_pipeline.reporting.inventory import unknown_batch
 from mcp_evals_pipeline.reporting.markdown import md_code, md_text
 from mcp_evals_pipeline.sql_models import adhoc, wilson_interval
 
@@ -145,6 +147,16 @@ class TrialChange:
     after: str
 
 
+@dataclass(frozen=True)
+class Lack:
+    """A kind x condition x agent one side has trials of and the other has none: left out of every figure."""
+
+    side: str  # "a" or "b": the side that lacks it
+    group: Group
+    cells: int  # the other side's cells (tasks) of it
+    trials: int  # and their valid trials
+
+
 @dataclass
 class Comparison:
     a: Side
@@ -155,6 +167,7 @@ class Comparison:
     new_codes: dict[str, int]  # code -> failing trials of B
     fixed_codes: dict[str, int]  # code -> failing trials of A
     unpaired: list[Key]  # cells with valid trials on one side only
+    lacks: list[Lack]  # whole kind x condition x agent groups one side has no trials of
     invalid: tuple[int, int]
     graders: tuple[str, str]
 
@@ -180,6 +193,8 @@ class Comparison:
                               "agent": c.key[4], "a": c.before, "b": c.after} for c in self.trial_changes],
             "newFailureCodes": self.new_codes, "fixedFailureCodes": self.fixed_codes,
             "unpaired": [list(k) for k in self.unpaired],
+            "lacks": [{"side": x.side, "kind": x.group[0], "condition": x.group[1], "agent": x.group[2],
+                       "otherSideCells": x.cells, "otherSideTrials": x.trials} for x in self.lacks],
         }
 
 
@@ -207,7 +222,9 @@ def compare(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> Comparison:
         graders[r["side"]].update((r["graders"] or "").split(", "))
     for side, cells in zip((a, b), sides, strict=True):
         if not cells:
-            raise CompareError(f"no trials of {side}" + (f" graded by {side.grader}" if side.grader else ""))
+            missing = unknown_batch(con, side.batch)  # an id that is not there names the ones that are
+            raise CompareError(missing or f"no trials of {side}" + (f" graded by {side.grader}" if side.grader
+                                                                     else ""))
     before, after = sides
     paired = sorted(k for k in before.keys() & after.keys() if before[k].valid and after[k].valid)
     unpaired = sorted(k for k in before.keys() | after.keys() if k not in paired)
@@ -230,15 +247,33 @@ def compare(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> Comparison:
             stats.sign_test((after[k].rate or 0) - (before[k].rate or 0) for k in keys),
             stats.trials_to_detect(pooled[0].rate), stats.trials_to_detect(pooled[1].rate)))
 
-    codes = [Counter(code for cell in cells.values() for code in cell.codes if code) for cells in sides]
+    # Codes of the cells both sides ran: a code of a cell the other side never ran is neither fixed nor new.
+    codes = [Counter(code for key in paired for code in cells[key].codes if code) for cells in sides]
     return Comparison(
         a, b, headlines, flips, _trial_changes(con, a, b) if a.batch == b.batch else [],
         new_codes={c: n for c, n in sorted(codes[1].items()) if c not in codes[0]},
         fixed_codes={c: n for c, n in sorted(codes[0].items()) if c not in codes[1]},
-        unpaired=unpaired,
+        unpaired=unpaired, lacks=_lacks(before, after),
         invalid=(sum(c.invalid for c in before.values()), sum(c.invalid for c in after.values())),
         graders=(", ".join(sorted(graders[0] - {""})), ", ".join(sorted(graders[1] - {""}))),
     )
+
+
+def _lacks(before: dict[Key, Cell], after: dict[Key, Cell]) -> list[Lack]:
+    """The kind x condition x agent groups with valid trials on one side and none at all on the other."""
+    def groups(cells: dict[Key, Cell]) -> dict[Group, list[Cell]]:
+        found: dict[Group, list[Cell]] = defaultdict(list)
+        for key, cell in cells.items():
+            found[(key[0], key[2], key[3])].append(cell)
+        return found
+
+    mine, theirs = groups(before), groups(after)
+    lacks = []
+    for side, held, other in (("b", theirs, mine), ("a", mine, theirs)):
+        for group, cells in sorted(other.items()):
+            if group not in held and any(c.valid for c in cells):
+                lacks.append(Lack(side, group, sum(1 for c in cells if c.valid), sum(c.valid for c in cells)))
+    return lacks
 
 
 def _trial_changes(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> list[TrialChange]:
@@ -301,7 +336,15 @@ def render(result: Comparison) -> str:
         lines += ["", "## Trials whose outcome moved (the same work on both sides)", "",
                   "| kind | task | condition | trial | agent | before | after |", "|---|---|---|---|---|---|---|"]
         lines += [_row(*c.key[:5], c.before, c.after) for c in result.trial_changes]
-    lines += ["", "## Failure codes", ""]
+    if result.lacks:
+        lines += ["", "## What each side lacks (left out of every figure above)", ""]
+        for lack in result.lacks:
+            kind, condition, agent = lack.group
+            lacking, other = (b, a) if lack.side == "b" else (a, b)
+            lines.append(f"- {md_text(str(lacking))} has no {kind} trials under {md_code(condition)} by "
+                         f"{md_text(agent)}: {md_text(str(other))} has {lack.cells} such task(s), {lack.trials} valid "
+                         "trial(s)")
+    lines += ["", "## Failure codes (of the tasks both ran)", ""]
     lines.append("- new: " + (", ".join(f"{md_code(c)} x{n}" for c, n in result.new_codes.items()) or "none"))
     lines.append("- fixed: " + (", ".join(f"{md_code(c)} x{n}" for c, n in result.fixed_codes.items()) or "none"))
     if result.unpaired:

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from mcp_evals_pipeline.contracts.task import ContractModel, TaskContract
 from mcp_evals_pipeline.contracts.task_base import GapKind
 from mcp_evals_pipeline.contracts.usage import UsageContract, UsageSession
+from mcp_evals_pipeline.did_you_mean import suggestion
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.paths import prompt_hash_lock, tasks_dir
 
@@ -267,8 +268,7 @@ def get_task(task_id: str, root: Path | None = None) -> Task:
     task_dir = root / task_id
     if not task_dir.is_dir():
         known = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
-        closest = difflib.get_close_matches(task_id, known, n=1, cutoff=0.0)
-        raise UnknownTask(task_dir, f"no such task{f'; the closest is {closest[0]}' if closest else ''} "
+        raise UnknownTask(task_dir, f"no such task{suggestion(task_id, known)} "
                                     f"({len(known)} tasks under {root}: `mcp-evals list-tasks`)")
     return load_task(task_dir)
 

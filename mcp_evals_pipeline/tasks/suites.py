@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 
 from mcp_evals_pipeline.contracts.task_base import ContractModel
+from mcp_evals_pipeline.did_you_mean import suggestion
 from mcp_evals_pipeline.paths import tasks_dir
 
 SUITES_FILE = "suites.json"
@@ -80,10 +81,14 @@ def load_suites(root: Path | None = None) -> dict[str, Suite]:
     return suites
 
 
+def unknown_suite(name: str, suites: dict[str, Suite]) -> str:
+    return f"no such suite {name!r}{suggestion(name, suites)} (known: {', '.join(sorted(suites)) or 'none'})"
+
+
 def get_suite(name: str, root: Path | None = None) -> Suite:
     suites = load_suites(root)
     if name not in suites:
-        raise SuiteError(f"no such suite {name!r} (known: {', '.join(sorted(suites)) or 'none'})")
+        raise SuiteError(unknown_suite(name, suites))
     return suites[name]
 
 
@@ -110,6 +115,6 @@ def expand_selection(task_ids: list[str] | tuple[str, ...], suite_names: list[st
         suites = load_suites(root)
         for name in suite_names:
             if name not in suites:
-                raise SuiteError(f"no such suite {name!r} (known: {', '.join(sorted(suites)) or 'none'})")
+                raise SuiteError(unknown_suite(name, suites))
             selected += suites[name].tasks
     return list(dict.fromkeys(selected))
