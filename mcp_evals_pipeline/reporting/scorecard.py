@@ -19,7 +19,7 @@ import duckdb
 
 from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.judge import memo_body, memo_status
-from mcp_evals_pipeline.models import CALIBRATION
+from mcp_evals_pipeline.models import CALIBRATION, agent_label, is_real_model
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.reporting import stats
 from mcp_evals_pipeline.reporting.markdown import md_code, md_prose, md_text
@@ -107,8 +107,7 @@ def _count(passed: object, total: object) -> str:
     return f"{int(passed or 0)}/{int(total or 0)}"
 
 
-def _agent(runner: object, model: object) -> str:
-    return f"{runner}/{model}" if model else str(runner)
+_agent = agent_label  # the one spelling (models.py), short here for the many f-strings below
 
 
 # --- sections: each returns its lines, without the blank line that separates sections ------------------------------
@@ -152,7 +151,7 @@ def _header(run: Row, trials: int, batch_date: object, judge: str) -> list[str]:
         f"{trials} trial(s)",
     ]
     lines = [f"# {title} — {date}", "", " · ".join(parts)]
-    if run["agent_runner"] == "replay" and not imported:
+    if not is_real_model(run["agent_runner"]) and not imported:
         lines += ["", "> **Recorded sessions, not an agent.** The replay agent plays back each task's canned sessions "
                       "(tasks/*/sessions/): these figures prove the harness and the markers, not the SDK. A finding "
                       "about the SDK needs a live agent (`--agent codex`, `claude` or `openai`)."]
