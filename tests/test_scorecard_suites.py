@@ -78,3 +78,27 @@ def test_a_run_of_several_suites_has_a_headline_per_suite_and_condition(tmp_path
         "| ts-a | noskill+blank | 1 | `call:add:1` | add({\"a\":1,\"b\":2}) -> \"4\" did not match 3 | "
         "The agent returned `a + b + 1`. |",
         "| ts-a | noskill+blank | 2 | `call:add:1` | add({\"a\":1,\"b\":2}) -> \"4\" did not match 3 | - |"]
+
+
+def test_one_spelling_of_a_missing_model() -> None:
+    """models.agent_label and its SQL twin write an agent/model alike, and no module spells a missing model its own
+    way (the scorecard, synthesis, trends, overview and judge once wrote replay/None, replay/-, replay/? and
+    replay / unknown model)."""
+    import re
+
+    import duckdb
+
+    from mcp_evals_pipeline.models import agent_label, agent_label_sql
+    from mcp_evals_pipeline.paths import REPO_ROOT
+
+    pairs = [("replay", None), ("codex", "gpt-5.6-terra"), ("claude", "")]
+    with duckdb.connect() as con:
+        sql = [con.execute(f"SELECT {agent_label_sql('r', 'm')} FROM (SELECT ?::VARCHAR AS r, ?::VARCHAR AS m)",
+                           [r, m]).fetchone()[0] for r, m in pairs]  # type: ignore[index]
+    assert sql == [agent_label(r, m) for r, m in pairs] == ["replay (no model)", "codex/gpt-5.6-terra",
+                                                            "claude (no model)"]
+    own = re.compile(r"agent_model(?:'\])?\s*or\s*'[^']|coalesce\(agent_model,\s*'-'\)|'unknown model'"
+                     r"|model unknown|\{agent\[1\] or")
+    spelled = [f"{path.relative_to(REPO_ROOT)}:{n}" for path in (REPO_ROOT / "mcp_evals_pipeline").rglob("*.py")
+               for n, line in enumerate(path.read_text().splitlines(), 1) if own.search(line)]
+    assert spelled == [], spelled
