@@ -274,6 +274,22 @@ def test_replay_stays_out_of_every_figure_unless_named(week: TrialStore, monkeyp
         compute_week_stats(week, END, agents=("x' OR true --",))
 
 
+def test_headlines_are_per_suite_and_condition(week: TrialStore) -> None:
+    """No headline pools SDKs: one figure per suite x condition (as the CI gate judges a batch), the pooled one
+    said to be context."""
+    week.record_trials([_record("t-py", "2026-11-25", 1, _grade("pass")).model_copy(update={"suite": "mcp-python"})])
+    stats = compute_week_stats(week, END)
+    assert [(r.name, r.passed, r.total, r.invalid) for r in stats.by_suite] == [
+        ("(none) · noskill+blank", 10, 18, 2), ("(none) · skill+blank", 1, 2, 0),
+        ("mcp-python · noskill+blank", 1, 1, 0)]
+    text = render_stats(stats)
+    assert ("Headlines, one per suite × condition (never pooled over SDKs or conditions):\n\n"
+            "| suite · condition | passed / valid | pass rate | invalid (excluded) |\n|---|---|---|---|\n"
+            "| (none) · noskill+blank | 10/18 | 56% | 2 |\n| (none) · skill+blank | 1/2 | 50% | 0 |\n"
+            "| mcp-python · noskill+blank | 1/1 | 100% | 0 |\n\nAll of them pooled (context, not a headline):\n"
+            "**12/21 (57%)** passing valid scored trials") in text
+
+
 def test_dry_run_needs_no_key(week: TrialStore, monkeypatch: pytest.MonkeyPatch,
                               capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

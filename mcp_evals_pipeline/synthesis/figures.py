@@ -199,6 +199,8 @@ class WeekStats:
     failing: list[FailingTrial]
     notes: list[str] = field(default_factory=list)
     usage: UsageWeek | None = None  # None: no usage trial in the window (the report is then the build one alone)
+    # The headlines: one per suite x condition (as gate.headlines judges a batch), never pooled over SDKs.
+    by_suite: list[RateRow] = field(default_factory=list)
 
 
 def _as_date(value: date | str | None) -> date:
@@ -250,6 +252,7 @@ class Window:
 # batches (suspect markers: the whole window is one look at the task).
 POOLED = {"run_id": "'window'", "batch_id": "'window'", "agent_runner": "'*'", "agent_model": "NULL::VARCHAR"}
 BY_AGENT = {"run_id": _AGENT}
+BY_SUITE = {"run_id": "coalesce(suite, '(none)')"}
 BY_BATCH = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR)"}
 BY_BATCH_AND_AGENT = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR) || ' · ' || {_AGENT}"}
 
@@ -446,6 +449,8 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
         failing=_failing_trials(failed),
         notes=notes,
         usage=_usage_week(con, w, usage_rows) if usage_rows else None,
+        by_suite=[_rate(r, f"{r['run_id']} · {r['condition']}") for r in model(
+            "pass_rate", BY_SUITE, "SELECT * FROM m WHERE condition <> '*' ORDER BY run_id, condition")],
     )
 
 

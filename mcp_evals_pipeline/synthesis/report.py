@@ -95,7 +95,10 @@ def render_report(result: SynthesisResult) -> str:
     lines = [
         f"# Weekly synthesis: {stats.start_date} to {stats.end_date}",
         "",
-        f"Generated {generated}. Headline: **{stats.headline.fraction()}** valid scored trials passed. Every figure "
+        f"Generated {generated}. "
+        + (f"Headlines: one per suite × condition ({len(stats.by_suite)}, below); pooled: "
+           if len(stats.by_suite) > 1 else "Headline: ")
+        + f"**{stats.headline.fraction()}** valid scored trials passed. Every figure "
         "below is computed by code from the trial records; only the section marked model-written comes from "
         f"{result.model}, and it never changes a number.",
         "",
@@ -141,6 +144,8 @@ def slack_summary(result: SynthesisResult, report_ref: str) -> str:
     lines = [f"*Weekly MCP evals synthesis, {stats.start_date} to {stats.end_date}*",
              f"Pass rate: *{stats.headline.fraction()}* valid scored trials "
              f"({stats.invalid} invalid excluded)."]
+    if len(stats.by_suite) > 1:  # the pooled rate is context: each suite x condition is a headline of its own
+        lines.extend(f"• {r.name}: *{r.fraction()}*" for r in stats.by_suite)
     if stats.usage is not None:
         # Pass and unsafe side by side, never one figure.
         lines.extend(f"Usage {r.name}: pass *{r.fraction(r.passed)}*, unsafe *{r.fraction(r.unsafe)}* "
