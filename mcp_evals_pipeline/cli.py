@@ -758,7 +758,7 @@ def compare_cmd(side_a: str, side_b: str, as_json: bool) -> None:
 def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> None:
     """Pass rate per batch over time, one series per suite x agent x model x condition; a batch whose grader
     version or task set (task ids x promptHashes) changed is marked, since either breaks comparability."""
-    from mcp_evals_pipeline.models import NOT_REAL_MODELS, agent_label, real_model_sql
+    from mcp_evals_pipeline.models import agent_label, real_model_sql
     from mcp_evals_pipeline.sql_models import materialize_models
 
     with TrialStore().connect() as con:
@@ -769,8 +769,11 @@ def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> N
             sql, params = sql + " AND agent_runner = ?", [*params, agent]
         else:  # recorded sessions are no trend of an SDK: shown when named (--agent replay), never by default
             sql += f" AND {real_model_sql()}"
-            err.print(f"left out: {', '.join(NOT_REAL_MODELS)} (recorded sessions, not a model; "
-                      f"--agent {NOT_REAL_MODELS[0]} shows them)")
+            left = [r[0] for r in con.execute(f"SELECT DISTINCT agent_runner FROM trends WHERE NOT {real_model_sql()} "
+                                              "ORDER BY 1").fetchall()]
+            if left:
+                err.print(f"left out: {', '.join(left)} (recorded sessions, not a model; --agent {left[0]} shows "
+                          "them)")
         if condition:
             sql, params = sql + " AND condition = ?", [*params, condition]
         if suite:

@@ -218,6 +218,15 @@ _IN_WINDOW = f"{_WINDOW_DATE} BETWEEN ?::DATE AND ?::DATE"
 _AGENT = agent_label_sql()
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
+# How the per-run SQL models are regrouped for a week (column -> expression, see sql_models.scoped_select). A model
+# grouped by run_id computes one figure per value given to run_id; batch_id joins the pooling where a model ranks
+# batches (suspect markers: the whole window is one look at the task).
+POOLED = {"run_id": "'window'", "batch_id": "'window'", "agent_runner": "'*'", "agent_model": "NULL::VARCHAR"}
+BY_AGENT = {"run_id": _AGENT}
+BY_SUITE = {"run_id": "coalesce(suite, '(none)')"}
+BY_BATCH = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR)"}
+BY_BATCH_AND_AGENT = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR) || ' · ' || {_AGENT}"}
+
 
 @dataclass(frozen=True)
 class Window:
@@ -247,14 +256,7 @@ class Window:
     @property
     def params(self) -> list[str]:
         return [self.start.isoformat(), self.end.isoformat()]
-# How the per-run SQL models are regrouped for a week (column -> expression, see sql_models.scoped_select). A model
-# grouped by run_id computes one figure per value given to run_id; batch_id joins the pooling where a model ranks
-# batches (suspect markers: the whole window is one look at the task).
-POOLED = {"run_id": "'window'", "batch_id": "'window'", "agent_runner": "'*'", "agent_model": "NULL::VARCHAR"}
-BY_AGENT = {"run_id": _AGENT}
-BY_SUITE = {"run_id": "coalesce(suite, '(none)')"}
-BY_BATCH = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR)"}
-BY_BATCH_AND_AGENT = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR) || ' · ' || {_AGENT}"}
+
 
 _ROWS_SQL = """
 SELECT t.*, {run_dir} AS run_dir, CAST({window_date} AS VARCHAR) AS window_date
