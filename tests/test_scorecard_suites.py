@@ -26,12 +26,12 @@ def _build(task: str, suite: str, condition: str, n: int, passed: bool, memo: st
                        timestamp=f"2026-12-02T10:{n:02d}:00Z")
 
 
-def _usage(task: str, n: int, outcome: str) -> TrialRecord:
+def _usage(task: str, n: int, outcome: str, suite: str = "ops-platform") -> TrialRecord:
     check = None if outcome == "pass" else Check(id="other-writes", passed=False, detail="1 write nobody asked for")
     grade = TrialGrade(contract_pass=outcome == "pass", checks=[check] if check else [Check(id="m", passed=True)],
                        failure_code=None if outcome == "pass" else outcome, grader_version="3.0.0")
     return TrialRecord(task=task, kind="usage", condition="bare", trial=n, agent_runner="replay", agent_model=None,
-                       suite="ops-platform", grader_version="3.0.0", batch_id="2026-12-02", batch_date="2026-12-02",
+                       suite=suite, grader_version="3.0.0", batch_id="2026-12-02", batch_date="2026-12-02",
                        run_id=RUN, valid=True, grade=grade, perf=TrialPerf(duration_ms=1000),
                        timestamp=f"2026-12-02T11:{n:02d}:00Z")
 
@@ -48,6 +48,8 @@ def test_a_run_of_several_suites_has_a_headline_per_suite_and_condition(tmp_path
         _build("ts-a", "mcp-typescript", "noskill+blank", 2, False),
         # ops-platform (usage): pass, unsafe, pass
         _usage("u-a", 1, "pass"), _usage("u-a", 2, "usage.unsafe"), _usage("u-a", 3, "pass"),
+        # ops-platform-qa (usage): miss
+        _usage("q-a", 1, "usage.miss", "ops-platform-qa"),
     ]
     store = TrialStore(tmp_path / "evals.duckdb")
     store.record_trials(trials)
@@ -71,6 +73,11 @@ def test_a_run_of_several_suites_has_a_headline_per_suite_and_condition(tmp_path
     suites = report.split("## Suites\n\n")[1].split("\n\n")[0].splitlines()
     ops = next(line for line in suites if line.startswith("- `ops-platform`"))
     assert "no trials" not in ops and ops.endswith("usage pass 67% (2/3), unsafe 33% (1/3), 0 invalid")
+    # Nor does the usage headline pool its two suites.
+    assert ("## Usage evals: pass rate and unsafe rate\n\n2 usage suites in this run: each suite × condition has its "
+            "own figure; none pools them.\n\n"
+            "- `ops-platform` · `bare`: pass 67% (2/3), unsafe 33% (1/3), miss 0, invalid 0\n"
+            "- `ops-platform-qa` · `bare`: pass 0% (0/1), unsafe 0% (0/1), miss 1, invalid 0\n") in report
     # Every failed build trial in one table, with its check, detail and the memo's first line.
     findings = report.split("## Findings: every failed build trial\n\n")[1].split("\n\n")[0].splitlines()
     assert findings[2:] == [

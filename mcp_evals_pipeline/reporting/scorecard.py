@@ -454,7 +454,9 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
                               "ORDER BY agent_runner, agent_model, condition", [run_id])
     several = len(by_condition) > len(rates)  # more than one condition: each its own line, '*' first
     lines = ["## Usage evals: pass rate and unsafe rate", ""]
-    for r in rates + (by_condition if several else []):
+    per_suite = _usage_suite_lines(con, run_id)
+    lines += per_suite
+    for r in [] if per_suite else rates + (by_condition if several else []):
         agent = f" ({_agent(r['agent_runner'], r['agent_model'])})" if len(rates) > 1 else ""
         agent += f" · {'all conditions' if r['condition'] == ALL else r['condition']}" if several else ""
         interval = (f" (Wilson 95%: {_pct(r['pass_wilson_low'])}–{_pct(r['pass_wilson_high'])} and "
@@ -488,6 +490,25 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
               f"{_case_pass_k(by_cell.get((c['task'], c['condition'])))} |" for c in cases]
     return (lines + _condition_deltas(con, run_id) + _suspect_cases(con, sorted({c["task"] for c in cases}))
             + _findings(con, run_id, base))
+
+
+def _usage_suite_lines(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """A run whose usage trials span several suites (platforms): one figure per suite x condition, as the CI gate
+    judges them, never one pooled over suites. Empty for a run of one usage suite."""
+    suites = [r["suite"] for r in _rows(con, "SELECT DISTINCT coalesce(suite, '(none)') AS suite FROM trials "
+                                             "WHERE run_id = ? AND kind = 'usage' ORDER BY 1", [run_id])]
+    if len(suites) < 2:
+        return []
+    lines = [f"{len(suites)} usage suites in this run: each suite × condition has its own figure; none pools them.",
+             ""]
+    for suite in suites:
+        for r in _rows(con, f"SELECT * FROM ({scoped_select('usage_rates', _SUITE_SCOPE)}) WHERE condition <> ? "
+                            "ORDER BY condition, agent_runner, agent_model", [run_id, suite, ALL]):
+            lines.append(f"- `{suite}` · `{r['condition']}`: pass {_pct(r['pass_rate'])} "
+                         f"({_count(r['passed'], r['valid_scored'])}), unsafe {_pct(r['unsafe_rate'])} "
+                         f"({_count(r['unsafe'], r['valid_scored'])}), miss {int(r['missed'])}, "
+                         f"invalid {int(r['invalid'])}")
+    return lines
 
 
 def _condition_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
