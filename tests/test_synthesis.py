@@ -266,7 +266,9 @@ def test_replay_stays_out_of_every_figure_unless_named(week: TrialStore, monkeyp
         assert printed.count(heading) == 1, heading
     named = compute_week_stats(week, END, agents=("replay",))
     assert named.headline.fraction() == "0/4 (0%)" and [r.name for r in named.by_agent] == ["replay (no model)"]
-    assert named.notes[0].startswith("Left out of every figure: codex/gpt-5.6-terra: 24 trial(s).")
+    assert named.notes[:2] == [
+        "Includes recorded sessions (replay, named with --agent): figures of the harness, not of an SDK.",
+        "Left out of every figure: codex/gpt-5.6-terra: 24 trial(s)."]
     both = compute_week_stats(week, END, agents=("codex", "replay"))
     assert both.headline.fraction() == "11/24 (46%)"
     assert "The headline pools 2 agent models (codex/gpt-5.6-terra, replay (no model))." in both.notes

@@ -460,16 +460,20 @@ WORST_CASES = 10
 
 
 def _left_out(con: duckdb.DuckDBPyConnection, w: Window) -> list[str]:
-    """What the window holds that the figures leave out (agents not chosen), said once, as a note."""
+    """What the window holds that the figures leave out (agents not chosen), and recorded sessions let in by name:
+    each said once, as a note."""
+    named = sorted(set(w.agents) & set(NOT_REAL_MODELS))
+    notes = [f"Includes recorded sessions ({', '.join(named)}, named with --agent): figures of the harness, not of "
+             "an SDK."] if named else []
     rows = con.execute(f"SELECT agent_runner, agent_model, count(*) FROM trials WHERE {_IN_WINDOW} "
                        f"AND NOT ({w.agent_filter}) GROUP BY ALL ORDER BY 1, 2", w.params).fetchall()
     if not rows:
-        return []
-    named = ", ".join(f"{agent_label(runner, model)}: {n} trial(s)" for runner, model, n in rows)
+        return notes
+    left = ", ".join(f"{agent_label(runner, model)}: {n} trial(s)" for runner, model, n in rows)
     recorded = sorted({runner for runner, _, _ in rows if runner in NOT_REAL_MODELS})
     why = (f" ({', '.join(recorded)} plays recorded sessions, not a model; name it with --agent to include it)"
            if recorded and not w.agents else "")
-    return [f"Left out of every figure: {named}{why}."]
+    return [*notes, f"Left out of every figure: {left}{why}."]
 
 
 def _usage_week(con: duckdb.DuckDBPyConnection, w: Window,
