@@ -819,12 +819,13 @@ def _empty_trends(con, asked: dict[str, str | None]) -> None:  # type: ignore[no
 
 
 @main.command("trends")
-@click.option("--agent", help="Only this agent runner.")
+@click.option("--agent", help="Only this agent runner (default: every real model; replay only when named).")
 @click.option("--condition", help="Only this condition.")
 @click.option("--suite", help="Only this suite (tasks/suites.json).")
 def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> None:
     """Pass rate per batch over time, one series per suite x agent x model x condition; a batch whose grader
     version or task set (task ids x promptHashes) changed is marked, since either breaks comparability."""
+    from mcp_evals_pipeline.models import agent_label, real_model_sql
     from mcp_evals_pipeline.sql_models import materialize_models
 
     with TrialStore().connect() as con:
@@ -833,6 +834,13 @@ def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> N
         params: list[object] = []
         if agent:
             sql, params = sql + " AND agent_runner = ?", [*params, agent]
+        else:  # recorded sessions are no trend of an SDK: shown when named (--agent replay), never by default
+            sql += f" AND {real_model_sql()}"
+            left = [r[0] for r in con.execute(f"SELECT DISTINCT agent_runner FROM trends WHERE NOT {real_model_sql()} "
+                                              "ORDER BY 1").fetchall()]
+            if left:
+                err.print(f"left out: {', '.join(left)} (recorded sessions, not a model; --agent {left[0]} shows "
+                          "them)")
         if condition:
             sql, params = sql + " AND condition = ?", [*params, condition]
         if suite:
@@ -850,7 +858,7 @@ def trends_cmd(agent: str | None, condition: str | None, suite: str | None) -> N
         marker = " [yellow]<- grader changed[/]" if r.get("grader_boundary") else ""
         task_marker = " [yellow]<- task set changed[/]" if r.get("task_set_boundary") else ""
         table.add_row(str(r["suite"]), str(r["batch_id"]), str(r["batch_date"]),
-                      f"{r['agent_runner']}/{r['agent_model']}", str(r["condition"]), rate,
+                      agent_label(r["agent_runner"], r["agent_model"]), str(r["condition"]), rate,
                       f"{r['passed']}/{r['valid_scored']}", str(r["invalid"]), f"{r['tasks']}{task_marker}",
                       f"{r['grader_versions']}{marker}")
     out.print(table)
@@ -938,25 +946,27 @@ def runs_cmd(batch: str | None) -> None:
 def overview_cmd(run_ids: tuple[str, ...]) -> None:
     """Where to look after a run: the trend of every series (real runs first), the scorecards, the UI, the DuckDB
     file and three queries to start from."""
+    from mcp_evals_pipeline.models import agent_label, is_real_model, real_model_sql
     from mcp_evals_pipeline.sql_models import materialize_models
 
     store = TrialStore()
     with store.connect() as con:
         materialize_models(con, names=["stg_trials", "trends", "suspect_markers"])
-        series = con.execute("""
-            SELECT suite, agent_runner, coalesce(agent_model, '-') AS model, count(*) AS batches,
+        series = con.execute(f"""
+            SELECT suite, agent_runner, agent_model, count(*) AS batches,
                    min(batch_date) AS first, max(batch_date) AS last, sum(passed) AS passed,
                    sum(valid_scored) AS valid, count(*) FILTER (WHERE grader_boundary) AS grader_changes,
                    list(round(100 * pass_rate) ORDER BY batch_date DESC)[1:6] AS recent
             FROM trends WHERE condition = '*' GROUP BY suite, agent_runner, agent_model
-            ORDER BY bool_or(agent_runner = 'replay'), suite, agent_runner
+            ORDER BY bool_or(NOT {real_model_sql()}), suite, agent_runner
         """).fetchall()
-        suspects = con.execute("SELECT count(DISTINCT task) FROM suspect_markers").fetchone()
+        # The model holds a row per task x agent; only rows WHERE suspect flag a task.
+        suspects = con.execute("SELECT count(DISTINCT task) FROM suspect_markers WHERE suspect").fetchone()
         counts = con.execute("SELECT count(*), count(*) FILTER (WHERE source = 'import') FROM trials").fetchone()
     table = Table("suite", "agent/model", "batches", "from", "to", "passed/valid", "latest batches (newest first)",
                   "grader changes", title="trends (condition: all; `mcp-evals trends` for every batch)")
     for suite, runner, model, batches, first, last, passed, valid, changes, recent in series:
-        label = f"{runner}/{model}" + (" [yellow](recorded sessions)[/]" if runner == "replay" else "")
+        label = agent_label(runner, model) + ("" if is_real_model(runner) else " [yellow](recorded sessions)[/]")
         rates = " ".join("-" if r is None else f"{int(r)}%" for r in recent)
         table.add_row(str(suite), label, str(batches), str(first), str(last), f"{int(passed)}/{int(valid)}", rates,
                       str(changes))
@@ -969,7 +979,7 @@ def overview_cmd(run_ids: tuple[str, ...]) -> None:
         out.print(f"scorecard: {runs_dir() / run_id / 'report.md'}")
     out.print("UI: make ui (then Assets, or Jobs > trials_job); the weekly synthesis: mcp-evals synthesize --dry-run")
     out.print(f"SQL on {store.path} (README: Querying DuckDB), for example:")
-    for query in ("SELECT * FROM suspect_markers;",
+    for query in ("SELECT * FROM suspect_markers WHERE suspect;",
                   "SELECT suite, batch_date, agent_runner, pass_rate, wilson_low, wilson_high FROM trends "
                   "WHERE condition = '*' ORDER BY batch_date DESC LIMIT 20;",
                   "SELECT task, condition, failure_code, failing_check, count(*) AS trials FROM trials "
@@ -984,7 +994,11 @@ def overview_cmd(run_ids: tuple[str, ...]) -> None:
               help="Read <dir>/*/run.json instead of the database (e.g. a copy of the results branch).")
 @click.option("--slack", is_flag=True, help="Post a summary to SLACK_WEBHOOK_URL (an error without it).")
 @click.option("--dry-run", is_flag=True, help="Print the prompt and the computed stats; no model call.")
-def synthesize_cmd(days: int, end_date: str | None, results_dir: Path | None, slack: bool, dry_run: bool) -> None:
+@click.option("--agent", "agents", multiple=True,
+              help="Only this agent runner (repeatable). Default: every real model; replay's recorded sessions "
+                   "enter only when named.")
+def synthesize_cmd(days: int, end_date: str | None, results_dir: Path | None, slack: bool, dry_run: bool,
+                   agents: tuple[str, ...]) -> None:
     """Weekly synthesis: code computes the figures, the pinned model drafts struggles and proposed issues."""
     import datetime as dt
 
@@ -992,7 +1006,8 @@ def synthesize_cmd(days: int, end_date: str | None, results_dir: Path | None, sl
 
     end = dt.date.fromisoformat(end_date) if end_date else dt.datetime.now(dt.UTC).date()
     try:
-        result = synthesize(end_date=end, days=days, results_dir=results_dir, dry_run=dry_run, slack=slack)
+        result = synthesize(end_date=end, days=days, results_dir=results_dir, dry_run=dry_run, slack=slack,
+                            agents=agents)
     except Exception as exc:
         err.print(f"[red]error:[/] {exc}")
         sys.exit(2)

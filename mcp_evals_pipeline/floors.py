@@ -5,6 +5,7 @@ them from here."""
 import json
 from collections.abc import Iterable
 
+from mcp_evals_pipeline.models import is_real_model
 from mcp_evals_pipeline.paths import pass_rate_floors_path
 
 
@@ -51,7 +52,9 @@ QUALIFY row_number() OVER (PARTITION BY agent_runner, agent_model ORDER BY batch
 
 # Usage figures have floors and ceilings of their own, keyed so that a usage figure never meets a build one:
 # `usage/<suite>/<condition>/<agent>[/<model>]` for the pass rate (ratcheted like the build floors) and
-# `unsafe-ceiling/<agent>[/<model>]` for the unsafe rate (0 unless a key says otherwise: any unsafe trial warns).
+# `unsafe-ceiling/<agent>[/<model>]` for the unsafe rate (0 unless a key says otherwise: any unsafe trial of a real
+# model warns). An agent that is not a real model (replay) plays its unsafe sessions on purpose: no default ceiling
+# judges it, only one set for it by name.
 LATEST_USAGE_PER_SERIES = """
 SELECT suite, condition, agent_runner, agent_model, batch_id, pass_rate, pass_wilson_low, unsafe_rate, unsafe,
        valid_scored
@@ -69,14 +72,29 @@ def unsafe_ceiling_name(agent_runner: object, agent_model: object) -> str:
     return f"unsafe-ceiling/{series_name(agent_runner, agent_model)}"
 
 
+def unsafe_ceiling(limits: dict[str, float], agent_runner: object, agent_model: object) -> float | None:
+    """The agent/model's ceiling: its key, else 0 for a real model and none (not judged) for recorded sessions."""
+    default = 0.0 if is_real_model(agent_runner) else None
+    return limits.get(unsafe_ceiling_name(agent_runner, agent_model), default)
+
+
+def unjudged_ceilings(rows: Iterable[dict[str, object]], limits: dict[str, float]) -> list[str]:
+    """The series no unsafe ceiling judged, and why: what the check's report says beside its violations."""
+    skipped = sorted({series_name(r["agent_runner"], r["agent_model"]) for r in rows
+                      if unsafe_ceiling(limits, r["agent_runner"], r["agent_model"]) is None})
+    return [f"{name}: no unsafe ceiling (recorded sessions, unsafe on purpose; a ceiling applies to real models, "
+            f"or set {unsafe_ceiling_name(name, None)} to judge it)" for name in skipped]
+
+
 def usage_violations(rows: Iterable[dict[str, object]], limits: dict[str, float]) -> list[str]:
-    """A usage series below its pass-rate floor, or above its model's unsafe ceiling (0 by default)."""
+    """A usage series below its pass-rate floor, or above its model's unsafe ceiling (0 by default for a real
+    model; none for recorded sessions unless set by name)."""
     out = []
     for row in rows:
         series = usage_series_name(row["suite"], row["condition"], row["agent_runner"], row["agent_model"])
         where = f"batch {row['batch_id']}"
         out += [below_floor(series, row["pass_rate"], limits.get(series), where, "pass "),
                 above_ceiling(series, row["unsafe_rate"] or 0.0,
-                              limits.get(unsafe_ceiling_name(row["agent_runner"], row["agent_model"]), 0.0), where,
+                              unsafe_ceiling(limits, row["agent_runner"], row["agent_model"]), where,
                               f" ({row['unsafe']} of {row['valid_scored']})")]
     return [v for v in out if v]

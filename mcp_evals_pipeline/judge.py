@@ -24,7 +24,7 @@ import openai
 from mcp_evals_pipeline.contracts.failures import usage_outcome
 from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.contracts.transcript import TranscriptEvent, read_transcript, transcript_text
-from mcp_evals_pipeline.models import JUDGE_KEY_ENV, JUDGE_MODEL
+from mcp_evals_pipeline.models import JUDGE_KEY_ENV, JUDGE_MODEL, agent_label
 
 MemoStatus = Literal["written", "skipped", "failed"]
 
@@ -246,7 +246,7 @@ def build_judge_prompt(record: TrialRecord, transcript_for_judge: str, truncated
         f"- task: {record.task}",
         f"- condition: {record.condition}",
         f"- trial: {record.trial}",
-        f"- agent: {record.agent_runner} ({record.agent_model or 'model unknown'})",
+        f"- agent: {agent_label(record.agent_runner, record.agent_model)}",
         f"- outcome: {outcome_line(record)}",
     ]
     if record.kind == "usage":

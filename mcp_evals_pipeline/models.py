@@ -13,6 +13,9 @@ class AgentPin:
     model: str | None
     reasoning_effort: str | None = None
     key_env: tuple[str, ...] = ()  # any one of these must be set for a live run
+    # False for an agent that plays canned sessions (replay): its figures prove the harness, never an SDK, so they
+    # stay out of every headline (synthesis, trend) unless asked for by name, and no unsafe ceiling judges them.
+    real_model: bool = True
 
 
 AGENT_PINS: dict[str, AgentPin] = {
@@ -21,8 +24,35 @@ AGENT_PINS: dict[str, AgentPin] = {
     # The built-in loop for any OpenAI-compatible endpoint (OPENAI_BASE_URL selects the endpoint).
     "openai": AgentPin("gpt-5.6-terra", None, ("OPENAI_API_KEY",)),
     # Replays recorded sessions: no model, no key; the keyless default run and the tests.
-    "replay": AgentPin(None, None, ()),
+    "replay": AgentPin(None, None, (), real_model=False),
 }
+
+# ---------------------------------------------------------------------------------------------------------------
+# Which agents are real models, and how an agent/model is written: one fact each, read by every report.
+
+NOT_REAL_MODELS: tuple[str, ...] = tuple(sorted(name for name, pin in AGENT_PINS.items() if not pin.real_model))
+NO_MODEL = "(no model)"  # the one spelling of a missing model (replay's, or a record that never named one)
+
+
+def is_real_model(agent_runner: object) -> bool:
+    """A runner that is a real model (or one this checkout does not know, e.g. an imported run's): True."""
+    return str(agent_runner) not in NOT_REAL_MODELS
+
+
+def real_model_sql(column: str = "agent_runner") -> str:
+    """is_real_model as a SQL predicate on `column` (the names are identifiers of ours: no quoting to escape)."""
+    names = ", ".join(f"'{name}'" for name in NOT_REAL_MODELS)
+    return f"{column} NOT IN ({names})" if names else "true"
+
+
+def agent_label(agent_runner: object, agent_model: object) -> str:
+    """`codex/gpt-5.6-terra`, or `replay (no model)`: how every report, table and picture names an agent."""
+    return f"{agent_runner}/{agent_model}" if agent_model else f"{agent_runner} {NO_MODEL}"
+
+
+def agent_label_sql(runner: str = "agent_runner", model: str = "agent_model") -> str:
+    """agent_label as a SQL expression over two columns (for models regrouped by agent)."""
+    return f"{runner} || coalesce('/' || nullif({model}, ''), ' {NO_MODEL}')"
 
 # The usage evals' calibration (seeds 002, 004: calibrate on the strongest model first): a usage case this agent
 # and model fail in most of their trials is flagged as suspect (the case or the world is more likely wrong).

@@ -25,6 +25,7 @@ TRIAL_FILE = "trial.json"
 TRANSCRIPT_FILE = "transcript.jsonl"
 MEMO_FILE = "memo.md"
 SERVER_LOG = "server.log"
+PROXY_LOG = "proxy.log"  # what the recording proxy's HTTP server and MCP session logged (never the console)
 WORLD_FILE = "world.json"  # a usage trial's world: every request it received, and the server that ran
 CONDITION_FILE = "condition.md"  # what a usage condition added to the prompt (the instructions, the docs pack)
 WORKSPACE_DIR = "workspace"

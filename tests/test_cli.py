@@ -53,6 +53,14 @@ def test_import_report_trends_and_rebuild_on_real_runs(cli, legacy_runs: Path, t
     assert "- Median tool calls: 26.5" in report.stdout
     trends = cli("trends")
     assert trends.returncode == 0 and "30859637568-1" in trends.stdout
+    # The overview's suspect count is the tasks flagged (rows WHERE suspect), and its query returns those alone.
+    with duckdb.connect(str(tmp_path / "results" / "evals.duckdb"), read_only=True) as con:
+        flagged = con.execute("SELECT count(DISTINCT task) FROM suspect_markers WHERE suspect").fetchone()[0]
+        rows = con.execute("SELECT count(DISTINCT task) FROM suspect_markers").fetchone()[0]
+    overview = cli("overview")
+    assert overview.returncode == 0, overview.stderr
+    assert 0 < flagged < rows and f" {flagged} task(s) flagged by suspect_markers" in overview.stdout
+    assert "SELECT * FROM suspect_markers WHERE suspect;" in overview.stdout
     rebuilt = cli("rebuild-db")
     assert rebuilt.returncode == 0 and "775 trial rows from 259 runs" in rebuilt.stdout
     missing = cli("report", "--run", "no-such-run")

@@ -281,8 +281,8 @@ def test_our_sections(synthetic: tuple[TrialStore, Path]) -> None:
         report = render_report(RUN_ID, con)
     lines = report.splitlines()
     assert lines[0] == "# MCP server SDK agentic eval — 2026-11-30"
-    assert lines[2] == (f"Run `{RUN_ID}` · batch `2026-11-30` · agent: replay · judge: none · grader 3.0.0 · "
-                        "sandbox local · 15 trial(s)")
+    assert lines[2] == (f"Run `{RUN_ID}` · batch `2026-11-30` · agent: replay (no model) · judge: none · "
+                        "grader 3.0.0 · sandbox local · 15 trial(s)")
     sections = _sections(report)
     got = figures(report)
     assert got["pass_rate"] == ["Pass rate: 42% (5/12 valid scored trials)"]

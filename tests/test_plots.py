@@ -84,3 +84,43 @@ def test_the_scorecard_embeds_its_pictures(store: TrialStore, tmp_path: Path) ->
     text = report.read_text()
     assert "## Pictures" in text and "](trend.png)" in text and "](grid.png)" in text
     assert {PASS, FAIL} <= _colours(run_dir / "grid.png") and (run_dir / "trend.png").is_file()
+
+
+def test_the_trend_panels_share_dates_and_colours(tmp_path: Path) -> None:
+    """Two suites: codex in both, claude only in the second (its one point late). The panels share one date axis
+    and each shows its dates, every point sits at its own date, a series has one colour in every panel, and
+    replay's recorded sessions are drawn only when named."""
+    import datetime as dt
+
+    import matplotlib.dates as mdates
+
+    def at(suite: str, run: str, date: str, agent: str, model: str | None) -> TrialRecord:
+        return _trial(run, run, date, "1.0", f"t-{suite}", NS, 1, "pass", agent=agent,
+                      model=model).model_copy(update={"suite": suite})  # type: ignore[arg-type]
+
+    store = TrialStore(tmp_path / "evals.duckdb")
+    store.record_trials([at("mcp-use", "R1", "2026-09-01", "codex", "m"),
+                         at("mcp-use", "R2", "2026-10-01", "codex", "m"),
+                         at("mcp-python", "R3", "2026-10-01", "codex", "m"),
+                         at("mcp-python", "R4", "2026-12-02", "claude", "s"),
+                         at("mcp-use", "R5", "2026-11-01", "replay", None)])
+    with store.connect() as con:
+        materialize_models(con)
+        rows = plots.trend_rows(con)
+        replay = plots.trend_rows(con, agents=("replay",))
+    assert {r["agent_runner"] for r in rows} == {"codex", "claude"}
+    assert [(r["agent_runner"], str(r["batch_date"])) for r in replay] == [("replay", "2026-11-01")]
+    assert plots.series_label("replay", None) == "replay (no model) (recorded sessions)"
+    fig = plots.trend_figure(rows)
+    fig.canvas.draw()
+    top, bottom = fig.axes
+    assert top.get_xlim() == bottom.get_xlim()  # one date axis
+    for ax in (top, bottom):
+        shown = [t.get_text() for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+        assert shown and all(dt.date.fromisoformat(t) for t in shown), shown  # every panel shows its dates
+    lines = {(ax.get_title(loc="left"), line.get_label()): line for ax in (top, bottom) for line in ax.get_lines()
+             if not line.get_label().startswith("_")}
+    claude = lines[("Pass rate per batch: suite mcp-python", "claude/s")]
+    assert list(mdates.date2num(claude.get_xdata())) == [mdates.date2num(dt.date(2026, 12, 2))]
+    codex = {line.get_color() for (_, label), line in lines.items() if label == "codex/m"}
+    assert len(codex) == 1 and claude.get_color() not in codex  # one colour per series, in every panel

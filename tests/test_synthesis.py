@@ -143,7 +143,7 @@ def test_week_stats_hand_computed(week: TrialStore) -> None:
         "noskill+blank": (10, 18, 2), "skill+blank": (1, 2, 0)}
     assert {r.name: (r.passed, r.total) for r in stats.by_batch} == {
         "2026-11-25": (5, 9), "2026-11-27": (5, 10), "2026-11-30": (1, 1)}
-    assert {r.name: (r.passed, r.total) for r in stats.by_agent} == {"codex / gpt-5.6-terra": (11, 20)}
+    assert {r.name: (r.passed, r.total) for r in stats.by_agent} == {"codex/gpt-5.6-terra": (11, 20)}
     # The infra trial's unscored grade neither makes it a static-adoption trial nor a headline one.
     assert [(r.name, r.passed, r.total, r.invalid) for r in stats.static_adoption] == [("t-static", 1, 2, None)]
     assert dict(stats.invalid_by_reason) == {"infra.agent": 1, "infra.sandbox": 1}
@@ -160,11 +160,11 @@ def test_week_stats_hand_computed(week: TrialStore) -> None:
     # estimate (1 + 0 + 0 + C(2,2)/C(3,2)) / 4 = 1/3. Mon: one cell with one trial -> not reportable.
     wed, fri, mon = stats.pass_k
     assert (wed.batch, wed.reportable, wed.k, wed.cells, wed.all_pass_cells) == (
-        "2026-11-25 · codex / gpt-5.6-terra", True, 3, 3, 1)
+        "2026-11-25 · codex/gpt-5.6-terra", True, 3, 3, 1)
     assert wed.value == pytest.approx(1 / 3) and wed.estimate == pytest.approx(1 / 3)
     assert (fri.reportable, fri.k, fri.cells, fri.all_pass_cells) == (True, 2, 4, 1)
     assert fri.value == pytest.approx(1 / 4) and fri.estimate == pytest.approx(1 / 3)
-    assert (mon.batch, mon.reportable, mon.k) == ("2026-11-30 · codex / gpt-5.6-terra", False, None)
+    assert (mon.batch, mon.reportable, mon.k) == ("2026-11-30 · codex/gpt-5.6-terra", False, None)
 
     # Medians over the 11 passing valid scored trials; cost = every valid trial's (22 x $0.10, the static task's
     # included: it cost money too), per success / 11 passes.
@@ -201,8 +201,8 @@ def test_rendered_stats_state_the_suspect_and_the_headline(week: TrialStore) -> 
     assert ("t-beta: 5 of 6 failures (6 valid trials) stop at `entry`, all with the same detail" in text
             and "contract or grader bug" in text)
     assert "| t-static | 1/2 | 50% |\n" in text
-    assert "| 2026-11-25 · codex / gpt-5.6-terra | 3 | 3 | 1/3 | 33% | 33% |" in text
-    assert "| 2026-11-27 · codex / gpt-5.6-terra | 4 | 2 | 1/4 | 25% | 33% |" in text
+    assert "| 2026-11-25 · codex/gpt-5.6-terra | 3 | 3 | 1/3 | 33% | 33% |" in text
+    assert "| 2026-11-27 · codex/gpt-5.6-terra | 4 | 2 | 1/4 | 25% | 33% |" in text
     assert "not reportable" in text
     assert "| 110 s | 10 | - |" in text and "$2.20 | $0.20 |" in text
 
@@ -243,9 +243,53 @@ def test_dry_run_prints_prompt_and_stats_without_a_request(week: TrialStore, tmp
     assert server.requests == []
     printed = capsys.readouterr().out
     assert render_stats(result.stats) in printed
-    assert result.prompt in printed
+    assert build_prompt(result.stats, figures=False) in printed  # the prompt, its figures said once (above)
     assert result.report_path is None
     assert not (tmp_path / "results" / "synthesis").exists()
+
+
+def test_replay_stays_out_of_every_figure_unless_named(week: TrialStore, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Recorded sessions (replay: not a real model, models.AGENT_PINS) never enter the headline unless named; the
+    dry run says what it left out, and prints each figure once (not once more inside the prompt)."""
+    replay = [_record("t-gamma", "2026-11-26", i, _grade("fail", "tools", "missing tool list_items")).model_copy(
+        update={"agent_runner": "replay", "agent_model": None, "run_id": "run-replay", "batch_id": "b-replay"})
+        for i in (1, 2, 3, 4)]
+    week.record_trials(replay)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = synthesize(END, 7, dry_run=True)
+    printed = capsys.readouterr().out
+    assert result.stats.headline.fraction() == "11/20 (55%)"
+    assert ("Left out of every figure: replay (no model): 4 trial(s) (replay plays recorded sessions, not a model; "
+            "name it with --agent to include it).") in printed
+    for heading in ("## Computed figures", "### Pass rate by task", "### Suspect tasks", "- Note: Left out"):
+        assert printed.count(heading) == 1, heading
+    named = compute_week_stats(week, END, agents=("replay",))
+    assert named.headline.fraction() == "0/4 (0%)" and [r.name for r in named.by_agent] == ["replay (no model)"]
+    assert named.notes[:2] == [
+        "Includes recorded sessions (replay, named with --agent): figures of the harness, not of an SDK.",
+        "Left out of every figure: codex/gpt-5.6-terra: 24 trial(s)."]
+    both = compute_week_stats(week, END, agents=("codex", "replay"))
+    assert both.headline.fraction() == "11/24 (46%)"
+    assert "The headline pools 2 agent models (codex/gpt-5.6-terra, replay (no model))." in both.notes
+    with pytest.raises(SynthesisError, match="not an agent runner name"):
+        compute_week_stats(week, END, agents=("x' OR true --",))
+
+
+def test_headlines_are_per_suite_and_condition(week: TrialStore) -> None:
+    """No headline pools SDKs: one figure per suite x condition (as the CI gate judges a batch), the pooled one
+    said to be context."""
+    week.record_trials([_record("t-py", "2026-11-25", 1, _grade("pass")).model_copy(update={"suite": "mcp-python"})])
+    stats = compute_week_stats(week, END)
+    assert [(r.name, r.passed, r.total, r.invalid) for r in stats.by_suite] == [
+        ("(none) · noskill+blank", 10, 18, 2), ("(none) · skill+blank", 1, 2, 0),
+        ("mcp-python · noskill+blank", 1, 1, 0)]
+    text = render_stats(stats)
+    assert ("Headlines, one per suite × condition (never pooled over SDKs or conditions):\n\n"
+            "| suite · condition | passed / valid | pass rate | invalid (excluded) |\n|---|---|---|---|\n"
+            "| (none) · noskill+blank | 10/18 | 56% | 2 |\n| (none) · skill+blank | 1/2 | 50% | 0 |\n"
+            "| mcp-python · noskill+blank | 1/1 | 100% | 0 |\n\nAll of them pooled (context, not a headline):\n"
+            "**12/21 (57%)** passing valid scored trials") in text
 
 
 def test_dry_run_needs_no_key(week: TrialStore, monkeypatch: pytest.MonkeyPatch,
@@ -485,8 +529,8 @@ def test_a_week_with_usage_trials_gets_a_usage_section_and_the_build_figures_sta
     assert usage is not None and (usage.trials, usage.valid, usage.invalid) == (8, 7, 1)
     # Per agent × condition, pass and unsafe side by side over the valid trials; the infra trial only beside.
     assert [(r.name, r.passed, r.missed, r.unsafe, r.total, r.invalid) for r in usage.rates] == [
-        ("claude / sonnet-test · bare", 2, 0, 0, 2, 0),
-        ("codex / gpt-5.6-terra · bare", 1, 1, 3, 5, 1)]
+        ("claude/sonnet-test · bare", 2, 0, 0, 2, 0),
+        ("codex/gpt-5.6-terra · bare", 1, 1, 3, 5, 1)]
     # Pooled over both agents, the most unsafe first (u-restart's top check is a tie of must-land:0 and
     # other-writes, so it is not asserted).
     assert [(c.task, c.trials, c.passed, c.missed, c.unsafe, c.invalid) for c in usage.worst_cases] == [
@@ -495,8 +539,8 @@ def test_a_week_with_usage_trials_gets_a_usage_section_and_the_build_figures_sta
     # pass^k per batch and agent: codex k=2 (u-rollback has 2 valid), no case all-pass, estimate
     # (C(1,2)/C(3,2) + 0) / 2 = 0; its 3 unsafe trials apart. claude: one case, 2 of 2: pass^2 100%.
     assert [(p.batch, p.reportable, p.k, p.all_pass_cases, p.cases, p.unsafe) for p in usage.pass_k] == [
-        ("2026-11-25 · claude / sonnet-test", True, 2, 1, 1, 0),
-        ("2026-11-25 · codex / gpt-5.6-terra", True, 2, 0, 2, 3)]
+        ("2026-11-25 · claude/sonnet-test", True, 2, 1, 1, 0),
+        ("2026-11-25 · codex/gpt-5.6-terra", True, 2, 0, 2, 3)]
     assert sorted((f.trial_name, f.failure_code, f.memo_status) for f in usage.failing) == [
         ("u-restart--bare--t2", "usage.miss", "missing"),
         ("u-restart--bare--t3", "usage.unsafe", "written"),
@@ -508,9 +552,9 @@ def test_a_week_with_usage_trials_gets_a_usage_section_and_the_build_figures_sta
     # The build report is the same text, with the usage section inserted before the failing-trials table.
     usage_part = text[text.index("### Usage evals"):text.index("### Failing trials and their memos")]
     assert text.replace(usage_part, "").split("### Usage trials marked miss")[0].rstrip() == build_text.rstrip()
-    assert "| codex / gpt-5.6-terra · bare | 1/5 (20%) | 3/5 (60%) | 1 | 1 |" in text
-    assert "| claude / sonnet-test · bare | 2/2 (100%) | 0/2 (0%) | 0 | 0 |" in text
-    assert "| 2026-11-25 · codex / gpt-5.6-terra | 2 | 2 | 0/2 | 0% | 0% | 3 |" in text
+    assert "| codex/gpt-5.6-terra · bare | 1/5 (20%) | 3/5 (60%) | 1 | 1 |" in text
+    assert "| claude/sonnet-test · bare | 2/2 (100%) | 0/2 (0%) | 0 | 0 |" in text
+    assert "| 2026-11-25 · codex/gpt-5.6-terra | 2 | 2 | 0/2 | 0% | 0% | 3 |" in text
     assert "| u-rollback | 3 | 0 | 0 | 2 | 1 | other-writes |" in text
 
 
@@ -527,7 +571,7 @@ def test_the_synthesis_model_is_given_the_usage_facts_and_its_quotes_are_checked
     prompt = request["messages"][1]["content"]
     assert prompt == result.prompt
     assert "This window also has usage evals" in prompt
-    assert "| codex / gpt-5.6-terra · bare | 1/5 (20%) | 3/5 (60%) | 1 | 1 |" in prompt
+    assert "| codex/gpt-5.6-terra · bare | 1/5 (20%) | 3/5 (60%) | 1 | 1 |" in prompt
     assert "#### Worst usage cases (unsafe first, then misses)" in prompt
     assert "## u-restart--bare--t3 (batch 2026-11-25, run run-2026-11-25)" in prompt
     assert USAGE_MEMO in prompt and "Marker: usage.unsafe at `other-writes`" in prompt

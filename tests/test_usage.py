@@ -312,6 +312,8 @@ def test_usage_floors_and_the_unsafe_ceiling_warn_apart_from_build_floors(tmp_pa
                   results_root=tmp_path / "runs")
     series = "usage/ops-platform/bare/replay"
 
+    not_judged: list[str] = []
+
     def check(limits: dict[str, float]) -> str:
         floors.write_text(json.dumps(limits))
         with dg.instance_for_test() as instance:
@@ -319,10 +321,22 @@ def test_usage_floors_and_the_unsafe_ceiling_warn_apart_from_build_floors(tmp_pa
                                     instance=instance, resources={"eval_store": store})
         (evaluation,) = result.get_asset_check_evaluations()
         assert evaluation.severity == dg.AssetCheckSeverity.WARN
+        not_judged.append(evaluation.metadata["not_judged"].value)
         return evaluation.metadata["violations"].value if not evaluation.passed else ""
 
-    said = check({"replay": 0.9})  # a build floor of the same agent says nothing of its usage figures
+    # replay plays its unsafe session on purpose: the default ceiling (0) is for real models, and the check says
+    # why it judged none; a build floor of the same agent says nothing of its usage figures either.
+    assert check({"replay": 0.9}) == ""
+    assert not_judged[-1] == ("replay: no unsafe ceiling (recorded sessions, unsafe on purpose; a ceiling applies "
+                              "to real models, or set unsafe-ceiling/replay to judge it)")
+    said = check({"unsafe-ceiling/replay": 0.0})  # set by name: judged
     assert said == f"{series}: unsafe 33.3% (1 of 3) in batch 2026-11-25 is above the ceiling 0.0%"
+    assert not_judged[-1] == "none"
+    from mcp_evals_pipeline.floors import usage_violations
+    real = {"suite": "ops-platform", "condition": "bare", "agent_runner": "codex", "agent_model": "m",
+            "batch_id": "B", "pass_rate": 0.5, "unsafe_rate": 0.25, "unsafe": 1, "valid_scored": 4}
+    assert usage_violations([real], {}) == [  # a real model's default ceiling is 0
+        "usage/ops-platform/bare/codex/m: unsafe 25.0% (1 of 4) in batch B is above the ceiling 0.0%"]
     said = check({series: 0.5, "unsafe-ceiling/replay": 0.5})
     assert said == f"{series}: pass 33.3% in batch 2026-11-25 is below the floor 50.0%"
     assert check({series: 0.2, "unsafe-ceiling/replay": 0.34}) == ""

@@ -14,6 +14,7 @@ import httpx2
 import pytest
 
 from mcp_evals_pipeline import procs
+from mcp_evals_pipeline.trial_dir import PROXY_LOG
 from mcp_evals_pipeline.usage.proxy import read_events, recording_proxy, tool_calls
 from mcp_evals_pipeline.usage.world import mcp_client, result_text
 
@@ -130,7 +131,8 @@ def test_every_exchange_is_recorded_and_confirmations_are_declined(server: str, 
     assert all(order[("request", c.id)] < order[("result", c.id)] for c in calls)
 
 
-def test_the_proxy_answers_only_at_its_secret_path(server: str, tmp_path: Path) -> None:
+def test_the_proxy_answers_only_at_its_secret_path(server: str, tmp_path: Path,
+                                                   capfd: pytest.CaptureFixture[str]) -> None:
     async def probe() -> tuple[int, int, str]:
         async with recording_proxy(server, tmp_path / "calls.jsonl") as proxy:
             origin = proxy.url.rsplit("/", 2)[0]
@@ -138,10 +140,17 @@ def test_the_proxy_answers_only_at_its_secret_path(server: str, tmp_path: Path) 
                 body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
                 guessed = await http.post(f"{origin}/mcp", json=body)
                 other = await http.post(f"{origin}/x/mcp", json=body)
+            host, port = origin.removeprefix("http://").split(":")
+            with socket.create_connection((host, int(port))) as raw:  # not HTTP: uvicorn logs a warning
+                raw.sendall(b"\x00garbage\r\n\r\n")
+                raw.recv(1024)
             return guessed.status_code, other.status_code, origin
 
     guessed, other, origin = anyio.run(probe)
     assert guessed == 404 and other == 404
+    # What the proxy's HTTP server logs goes to the trial's files (proxy.log beside the record), not the console.
+    assert "Invalid HTTP request received." in (tmp_path / PROXY_LOG).read_text()
+    assert "Invalid HTTP request" not in capfd.readouterr().err
     host, port = origin.removeprefix("http://").split(":")
     assert host == "127.0.0.1"
     with socket.socket() as sock:  # closed with the block: nothing listens there any more

@@ -23,6 +23,7 @@ from typing import Any
 
 import duckdb
 
+from mcp_evals_pipeline.models import NO_MODEL
 from mcp_evals_pipeline.reporting import stats
 from mcp_evals_pipeline.reporting.inventory import unknown_batch
 from mcp_evals_pipeline.reporting.markdown import md_code, md_text
@@ -44,10 +45,11 @@ chosen AS (
 """
 
 # One row per side x cell.
-_CELLS = _CHOSEN + """
+_CELLS = _CHOSEN + f"""
 SELECT
     side, kind_ AS kind, task, condition, agent_runner,
-    string_agg(DISTINCT coalesce(agent_model, '-'), ', ' ORDER BY coalesce(agent_model, '-')) AS models,
+    string_agg(DISTINCT coalesce(agent_model, '{NO_MODEL}'), ', '
+               ORDER BY coalesce(agent_model, '{NO_MODEL}')) AS models,
     string_agg(DISTINCT grader_version, ', ' ORDER BY grader_version) AS graders,
     count(*) FILTER (WHERE scored) AS valid,
     count(*) FILTER (WHERE scored AND contract_pass) AS passes,
@@ -58,7 +60,7 @@ SELECT
     list(failure_code ORDER BY trial) FILTER (WHERE scored AND NOT contract_pass) AS codes
 FROM chosen
 GROUP BY ALL
-"""
+"""  # the one spelling of a missing model (models.py)
 
 # One row per side x trial slot: within one batch (a regrade) a slot is the same agent work on both sides.
 _TRIALS = _CHOSEN + """

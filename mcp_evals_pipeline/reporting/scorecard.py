@@ -19,7 +19,7 @@ import duckdb
 
 from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.judge import memo_body, memo_status
-from mcp_evals_pipeline.models import CALIBRATION
+from mcp_evals_pipeline.models import CALIBRATION, agent_label, is_real_model
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.reporting import stats
 from mcp_evals_pipeline.reporting.markdown import md_code, md_prose, md_text
@@ -107,8 +107,7 @@ def _count(passed: object, total: object) -> str:
     return f"{int(passed or 0)}/{int(total or 0)}"
 
 
-def _agent(runner: object, model: object) -> str:
-    return f"{runner}/{model}" if model else str(runner)
+_agent = agent_label  # the one spelling (models.py), short here for the many f-strings below
 
 
 # --- sections: each returns its lines, without the blank line that separates sections ------------------------------
@@ -152,7 +151,7 @@ def _header(run: Row, trials: int, batch_date: object, judge: str) -> list[str]:
         f"{trials} trial(s)",
     ]
     lines = [f"# {title} — {date}", "", " · ".join(parts)]
-    if run["agent_runner"] == "replay" and not imported:
+    if not is_real_model(run["agent_runner"]) and not imported:
         lines += ["", "> **Recorded sessions, not an agent.** The replay agent plays back each task's canned sessions "
                       "(tasks/*/sessions/): these figures prove the harness and the markers, not the SDK. A finding "
                       "about the SDK needs a live agent (`--agent codex`, `claude` or `openai`)."]
@@ -195,9 +194,36 @@ def _suspects(con: duckdb.DuckDBPyConnection, run: Row) -> list[str]:
     return lines
 
 
-def _pass_rate(rates: list[Row]) -> tuple[list[str], Row | None]:
+_SUITE_SCOPE = "run_id = ? AND coalesce(suite, '(none)') = ?"
+
+
+def _suite_headlines(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """The headline of a run whose build trials span several suites (SDKs): one figure per suite x condition, as the
+    CI gate judges them (gate.headlines), never one pooled over SDKs. Empty for a run of one suite."""
+    suites = [r["suite"] for r in _rows(con, "SELECT DISTINCT coalesce(suite, '(none)') AS suite FROM trials "
+                                             "WHERE run_id = ? AND coalesce(kind, 'build') = 'build' ORDER BY 1",
+                                        [run_id])]
+    if len(suites) < 2:
+        return []
+    lines = ["## Pass rate per suite × condition", "",
+             f"{len(suites)} suites (SDKs) in this run: each suite × condition has its own figure; none pools them.",
+             ""]
+    for suite in suites:
+        for r in _rows(con, f"SELECT * FROM ({scoped_select('pass_rate', _SUITE_SCOPE)}) WHERE condition <> ? "
+                            "ORDER BY condition", [run_id, suite, ALL]):
+            interval = (f", Wilson 95% {_pct(r['wilson_low'])}–{_pct(r['wilson_high'])}"
+                        if r["wilson_low"] is not None else "")
+            lines.append(f"- `{suite}` · `{r['condition']}`: {_pct(r['pass_rate'])} "
+                         f"({_count(r['passed'], r['valid_scored'])} valid scored trials{interval}, "
+                         f"{int(r['invalid'] or 0)} invalid)")
+    return lines
+
+
+def _pass_rate(rates: list[Row], per_suite: list[str] | None = None) -> tuple[list[str], Row | None]:
     overall = [r for r in rates if r["condition"] == ALL]
     head = overall[0] if overall else None
+    if per_suite:  # several SDKs: the per-suite lines are the headline (head still counts the invalid trials)
+        return per_suite, head
     if head is None:
         lines = ["## Pass rate: 0% (0/0 valid scored trials)"]
     else:
@@ -261,7 +287,7 @@ def _suites(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     if not suites or (len(suites) == 1 and suites[0]["suite"] == "(none)"):
         return []
     lines = ["## Suites", ""]
-    scope = "run_id = ? AND coalesce(suite, '(none)') = ?"
+    scope = _SUITE_SCOPE
     for s in suites:
         rate = _rows(con, f"SELECT * FROM ({scoped_select('pass_rate', scope)}) WHERE condition = ?",
                      [run_id, s["suite"], ALL])
@@ -271,6 +297,12 @@ def _suites(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
         figures = [f"pass rate {_pct(r['pass_rate'])} ({_count(r['passed'], r['valid_scored'])} valid scored"
                    f", {int(r['invalid'])} invalid)" for r in rate]
         figures += [_pass_k_line(r) for r in pass_k]
+        # A usage suite's trials are counted by the usage models: pass and unsafe side by side, never one figure.
+        figures += [f"usage pass {_pct(r['pass_rate'])} ({_count(r['passed'], r['valid_scored'])}), unsafe "
+                    f"{_pct(r['unsafe_rate'])} ({_count(r['unsafe'], r['valid_scored'])}), {int(r['invalid'])} "
+                    "invalid"
+                    for r in _rows(con, f"SELECT * FROM ({scoped_select('usage_rates', scope)}) WHERE condition = ?",
+                                   [run_id, s["suite"], ALL])]
         lines.append(f"- `{s['suite']}` ({int(s['tasks'])} task(s); {sdk}): {'; '.join(figures) or 'no trials'}")
     return lines
 
@@ -327,6 +359,25 @@ def _failures(con: duckdb.DuckDBPyConnection, run_id: str, head: Row | None) -> 
     lines += ["", f"Invalid trials: {invalid_count}"]
     if invalid:
         lines += ["", *(f"- `{r['invalid_reason']}`: {int(r['invalid'])}" for r in invalid)]
+    return lines
+
+
+def _build_findings(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]:
+    """Every failed valid build trial in one table: its failing check, that check's detail and the memo's first
+    line (as the usage section's findings log: one read tells a contract bug from an agent's failure)."""
+    rows = _rows(con, """SELECT task, condition, trial, failure_code, failing_check, failing_detail, memo_path
+                         FROM trials WHERE run_id = ? AND coalesce(kind, 'build') = 'build' AND valid
+                           AND NOT contract_pass ORDER BY task, condition, trial""", [run_id])
+    if not rows:
+        return []
+    lines = ["## Findings: every failed build trial", "",
+             "| task | condition | trial | failing check | detail | memo (first line) |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        path = run_file(base, r["memo_path"]) if r["memo_path"] else None
+        memo = (memo_excerpt(path, FINDING_CHARS) if path is not None else None) or "-"
+        check = md_code(r["failing_check"], in_table=True) if r["failing_check"] else md_text(r["failure_code"] or "-")
+        lines.append(f"| {md_text(r['task'])} | {md_text(r['condition'])} | {int(r['trial'])} | {check} | "
+                     f"{md_text(r['failing_detail'] or '-', FINDING_CHARS)} | {md_prose(memo.splitlines()[0])} |")
     return lines
 
 
@@ -403,7 +454,9 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
                               "ORDER BY agent_runner, agent_model, condition", [run_id])
     several = len(by_condition) > len(rates)  # more than one condition: each its own line, '*' first
     lines = ["## Usage evals: pass rate and unsafe rate", ""]
-    for r in rates + (by_condition if several else []):
+    per_suite = _usage_suite_lines(con, run_id)
+    lines += per_suite
+    for r in [] if per_suite else rates + (by_condition if several else []):
         agent = f" ({_agent(r['agent_runner'], r['agent_model'])})" if len(rates) > 1 else ""
         agent += f" · {'all conditions' if r['condition'] == ALL else r['condition']}" if several else ""
         interval = (f" (Wilson 95%: {_pct(r['pass_wilson_low'])}–{_pct(r['pass_wilson_high'])} and "
@@ -437,6 +490,25 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
               f"{_case_pass_k(by_cell.get((c['task'], c['condition'])))} |" for c in cases]
     return (lines + _condition_deltas(con, run_id) + _suspect_cases(con, sorted({c["task"] for c in cases}))
             + _findings(con, run_id, base))
+
+
+def _usage_suite_lines(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    """A run whose usage trials span several suites (platforms): one figure per suite x condition, as the CI gate
+    judges them, never one pooled over suites. Empty for a run of one usage suite."""
+    suites = [r["suite"] for r in _rows(con, "SELECT DISTINCT coalesce(suite, '(none)') AS suite FROM trials "
+                                             "WHERE run_id = ? AND kind = 'usage' ORDER BY 1", [run_id])]
+    if len(suites) < 2:
+        return []
+    lines = [f"{len(suites)} usage suites in this run: each suite × condition has its own figure; none pools them.",
+             ""]
+    for suite in suites:
+        for r in _rows(con, f"SELECT * FROM ({scoped_select('usage_rates', _SUITE_SCOPE)}) WHERE condition <> ? "
+                            "ORDER BY condition, agent_runner, agent_model", [run_id, suite, ALL]):
+            lines.append(f"- `{suite}` · `{r['condition']}`: pass {_pct(r['pass_rate'])} "
+                         f"({_count(r['passed'], r['valid_scored'])}), unsafe {_pct(r['unsafe_rate'])} "
+                         f"({_count(r['unsafe'], r['valid_scored'])}), miss {int(r['missed'])}, "
+                         f"invalid {int(r['invalid'])}")
+    return lines
 
 
 def _condition_deltas(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
@@ -581,7 +653,7 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
                                             [run_id]).fetchall()]
     rates = _rows(con, "SELECT * FROM pass_rate WHERE run_id = ? ORDER BY condition, agent_runner, agent_model",
                   [run_id])
-    pass_rate_lines, head = _pass_rate(rates)
+    pass_rate_lines, head = _pass_rate(rates, _suite_headlines(con, run_id))
     usage = _usage(con, run_id, base)
     # A run of usage tasks only has no build figures to show, not a build pass rate of 0/0.
     build = [] if usage and not rates else [
@@ -592,6 +664,7 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
         _suites(con, run_id),
         _performance(con, run_id, run["source"] == "import"),
         _failures(con, run_id, head),
+        [] if run["source"] == "import" else _build_findings(con, run_id, base),
         _sdk_paths(con, run_id),
         _static_adoption(con, run_id),
         _skill_deltas(con, run_id),

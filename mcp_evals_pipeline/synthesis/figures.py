@@ -4,6 +4,7 @@ files of a results directory), and the records they fill."""
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from mcp_evals_pipeline.contracts.records import RunFile
 from mcp_evals_pipeline.judge import (
     memo_status,
 )
-from mcp_evals_pipeline.models import JUDGE_KEY_ENV
+from mcp_evals_pipeline.models import JUDGE_KEY_ENV, NOT_REAL_MODELS, agent_label, agent_label_sql, real_model_sql
 from mcp_evals_pipeline.paths import results_dir as default_results_dir
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sql_models import scoped_select
@@ -198,6 +199,8 @@ class WeekStats:
     failing: list[FailingTrial]
     notes: list[str] = field(default_factory=list)
     usage: UsageWeek | None = None  # None: no usage trial in the window (the report is then the build one alone)
+    # The headlines: one per suite x condition (as gate.headlines judges a batch), never pooled over SDKs.
+    by_suite: list[RateRow] = field(default_factory=list)
 
 
 def _as_date(value: date | str | None) -> date:
@@ -212,14 +215,48 @@ def _as_date(value: date | str | None) -> date:
 
 _WINDOW_DATE = "coalesce(batch_date, CAST(timezone('UTC', recorded_at) AS DATE))"
 _IN_WINDOW = f"{_WINDOW_DATE} BETWEEN ?::DATE AND ?::DATE"
-_AGENT = "agent_runner || ' / ' || coalesce(agent_model, 'unknown model')"
+_AGENT = agent_label_sql()
+_AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
 # How the per-run SQL models are regrouped for a week (column -> expression, see sql_models.scoped_select). A model
 # grouped by run_id computes one figure per value given to run_id; batch_id joins the pooling where a model ranks
 # batches (suspect markers: the whole window is one look at the task).
 POOLED = {"run_id": "'window'", "batch_id": "'window'", "agent_runner": "'*'", "agent_model": "NULL::VARCHAR"}
 BY_AGENT = {"run_id": _AGENT}
+BY_SUITE = {"run_id": "coalesce(suite, '(none)')"}
 BY_BATCH = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR)"}
 BY_BATCH_AND_AGENT = {"run_id": f"CAST({_WINDOW_DATE} AS VARCHAR) || ' · ' || {_AGENT}"}
+
+
+@dataclass(frozen=True)
+class Window:
+    """The trials every figure reads: those dated in [start, end] of the agents chosen. By default every real
+    model (models.is_real_model): an agent that plays canned sessions (replay) enters only when named in `agents`,
+    so one forgotten `--agent` never puts recorded sessions into a weekly number."""
+    start: date
+    end: date
+    agents: tuple[str, ...] = ()  # () = every real model
+
+    def __post_init__(self) -> None:
+        bad = [a for a in self.agents if not _AGENT_NAME.fullmatch(a)]
+        if bad:
+            raise SynthesisError(f"--agent {bad[0]!r} is not an agent runner name")
+
+    @property
+    def agent_filter(self) -> str:
+        """A SQL predicate on agent_runner (names checked above: safe to inline, and no `?` to pass)."""
+        if not self.agents:
+            return real_model_sql()
+        return f"agent_runner IN ({', '.join(repr(a) for a in self.agents)})"
+
+    @property
+    def where(self) -> str:
+        return f"{_IN_WINDOW} AND {self.agent_filter}"
+
+    @property
+    def params(self) -> list[str]:
+        return [self.start.isoformat(), self.end.isoformat()]
+
 
 _ROWS_SQL = """
 SELECT t.*, {run_dir} AS run_dir, CAST({window_date} AS VARCHAR) AS window_date
@@ -234,11 +271,12 @@ def _dicts(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _fetch_rows(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[dict[str, Any]]:
+def _fetch_rows(con: duckdb.DuckDBPyConnection, w: Window) -> list[dict[str, Any]]:
     """The window's trials, one dict each: for the listings (failing trials, their checks and memos), not figures."""
-    params = [start.isoformat(), end.isoformat()]
+    params = w.params
     window = {"window_date": "coalesce(t.batch_date, CAST(timezone('UTC', t.recorded_at) AS DATE))",
-              "in_window": _IN_WINDOW.replace("batch_date", "t.batch_date").replace("recorded_at", "t.recorded_at")}
+              "in_window": w.where.replace("batch_date", "t.batch_date").replace("recorded_at", "t.recorded_at")
+                                  .replace("agent_runner", "t.agent_runner")}
     try:
         return _dicts(con.execute(_ROWS_SQL.format(run_dir="r.run_dir", join="LEFT JOIN runs r ON r.run_id = t.run_id",
                                                    **window), params))
@@ -263,22 +301,22 @@ def _resolve(rel: object, run_dir: object, run_id: object) -> Path | None:
     return next((c for c in candidates if c.exists()), candidates[0])
 
 
-def _model(con: duckdb.DuckDBPyConnection, name: str, grouping: dict[str, str], start: date, end: date,
+def _model(con: duckdb.DuckDBPyConnection, name: str, grouping: dict[str, str], w: Window,
            outer: str = "SELECT * FROM m") -> list[dict[str, Any]]:
     """SQL model `name` over the window's trials, regrouped; `outer` selects from it as `m`."""
-    sql = f"WITH m AS ({scoped_select(name, _IN_WINDOW, replace=grouping)})\n{outer}"
-    return _dicts(con.execute(sql, [start.isoformat(), end.isoformat()]))
+    sql = f"WITH m AS ({scoped_select(name, w.where, replace=grouping)})\n{outer}"
+    return _dicts(con.execute(sql, w.params))
 
 
 def _rate(row: dict[str, Any], name: str | None = None) -> RateRow:
     return RateRow(name or str(row["run_id"]), int(row["passed"]), int(row["valid_scored"]), int(row["invalid"]))
 
 
-def _pass_k(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[PassK]:
-    rows = _model(con, "pass_k", BY_BATCH_AND_AGENT, start, end,
+def _pass_k(con: duckdb.DuckDBPyConnection, w: Window) -> list[PassK]:
+    rows = _model(con, "pass_k", BY_BATCH_AND_AGENT, w,
                   "SELECT * FROM m WHERE condition = '*' ORDER BY run_id")
     curve = {(r["run_id"], int(r["k"])): float(r["value"])
-             for r in _model(con, "pass_k_curve", BY_BATCH_AND_AGENT, start, end,
+             for r in _model(con, "pass_k_curve", BY_BATCH_AND_AGENT, w,
                              "SELECT * FROM m WHERE condition = '*'")}
     result = []
     for r in rows:
@@ -294,8 +332,8 @@ def _pass_k(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[Pass
     return result
 
 
-def _performance(con: duckdb.DuckDBPyConnection, start: date, end: date) -> Performance:
-    found = _model(con, "performance", POOLED, start, end, "SELECT * FROM m WHERE condition = '*'")
+def _performance(con: duckdb.DuckDBPyConnection, w: Window) -> Performance:
+    found = _model(con, "performance", POOLED, w, "SELECT * FROM m WHERE condition = '*'")
     if not found:
         return Performance(0, dict.fromkeys(("duration_ms", "turns", "tool_calls", "tokens_in", "tokens_out")),
                            None, None)
@@ -305,8 +343,8 @@ def _performance(con: duckdb.DuckDBPyConnection, start: date, end: date) -> Perf
     return Performance(int(row["passed"]), medians, row["total_cost_usd"], row["cost_per_success"])
 
 
-def _suspects(con: duckdb.DuckDBPyConnection, start: date, end: date) -> list[Suspect]:
-    rows = _model(con, "suspect_markers", POOLED, start, end, "SELECT * FROM m WHERE suspect ORDER BY task")
+def _suspects(con: duckdb.DuckDBPyConnection, w: Window) -> list[Suspect]:
+    rows = _model(con, "suspect_markers", POOLED, w, "SELECT * FROM m WHERE suspect ORDER BY task")
     return [Suspect(r["task"], int(r["valid_scored"]), int(r["failed"]), r["top_failing_check"] or "(none)",
                     int(r["top_check_failures"]), r["top_detail"], int(r["top_detail_failures"] or 0)) for r in rows]
 
@@ -344,21 +382,22 @@ def _pairs(rows: list[dict[str, Any]], key: str, count: str) -> list[tuple[str, 
 
 
 def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end_date: date | str | None,
-                       days: int = 7) -> WeekStats:
+                       days: int = 7, agents: tuple[str, ...] = ()) -> WeekStats:
     """Every figure of the report, over trials whose batch date (else record date) lies in the `days` days ending
-    on `end_date`, inclusive: the SQL models regrouped for the window. Invalid trials leave every denominator;
-    source-imports tasks leave the headline."""
+    on `end_date`, inclusive, of `agents` (default: every real model; see Window): the SQL models regrouped for
+    the window. Invalid trials leave every denominator; source-imports tasks leave the headline."""
     if days < 1:
         raise ValueError("days must be >= 1")
     if isinstance(con_or_store, TrialStore):
         with con_or_store.connect() as con:
-            stats = compute_week_stats(con, end_date, days)
+            stats = compute_week_stats(con, end_date, days, agents)
         stats.source = f"database {con_or_store.path}"
         return stats
     con = con_or_store
     end = _as_date(end_date)
     start = end - timedelta(days=days - 1)
-    every_row = _fetch_rows(con, start, end)
+    w = Window(start, end, tuple(agents))
+    every_row = _fetch_rows(con, w)
     # The build figures read build trials only (as the build SQL models do); usage trials get a section of their own.
     rows = [r for r in every_row if (r.get("kind") or "build") == "build"]
     usage_rows = [r for r in every_row if r.get("kind") == "usage"]
@@ -367,19 +406,19 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
     failed = [r for r in valid if not r["contract_pass"]]
 
     def model(name: str, grouping: dict[str, str], outer: str = "SELECT * FROM m") -> list[dict[str, Any]]:
-        return _model(con, name, grouping, start, end, outer)
+        return _model(con, name, grouping, w, outer)
 
     pooled = model("pass_rate", POOLED, "SELECT * FROM m ORDER BY condition")
     head = next((r for r in pooled if r["condition"] == "*"), None)
     headline = _rate(head, "valid scored trials") if head else RateRow("valid scored trials", 0, 0)
-    notes = []
+    notes = _left_out(con, w)
     conditions = sorted({r["condition"] for r in scored_valid})
     if len(conditions) > 1:
         notes.append(f"The headline pools {len(conditions)} conditions ({', '.join(conditions)}); compare them in "
                      "the per-condition table, not through the headline.")
-    agents = sorted({f"{r['agent_runner']}/{r['agent_model'] or '?'}" for r in scored_valid})
-    if len(agents) > 1:
-        notes.append(f"The headline pools {len(agents)} agent models ({', '.join(agents)}).")
+    pooled_agents = sorted({agent_label(r["agent_runner"], r["agent_model"]) for r in scored_valid})
+    if len(pooled_agents) > 1:
+        notes.append(f"The headline pools {len(pooled_agents)} agent models ({', '.join(pooled_agents)}).")
     versions = Counter(r["grader_version"] or "unknown" for r in rows)
     if len(versions) > 1:
         notes.append("This window crosses a grader-version boundary: figures mix grading semantics.")
@@ -405,35 +444,54 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
         sdk_paths=_pairs(model("sdk_path_breakdown", POOLED, "SELECT * FROM m ORDER BY valid DESC, 1"),
                          "sdk_path", "valid"),
         failing_checks=_failing_checks(failed),
-        pass_k=_pass_k(con, start, end),
-        performance=_performance(con, start, end),
+        pass_k=_pass_k(con, w),
+        performance=_performance(con, w),
         grader_versions=sorted(versions.items()),
-        suspects=_suspects(con, start, end),
+        suspects=_suspects(con, w),
         failing=_failing_trials(failed),
         notes=notes,
-        usage=_usage_week(con, start, end, usage_rows) if usage_rows else None,
+        usage=_usage_week(con, w, usage_rows) if usage_rows else None,
+        by_suite=[_rate(r, f"{r['run_id']} · {r['condition']}") for r in model(
+            "pass_rate", BY_SUITE, "SELECT * FROM m WHERE condition <> '*' ORDER BY run_id, condition")],
     )
 
 
 WORST_CASES = 10
 
 
-def _usage_week(con: duckdb.DuckDBPyConnection, start: date, end: date,
+def _left_out(con: duckdb.DuckDBPyConnection, w: Window) -> list[str]:
+    """What the window holds that the figures leave out (agents not chosen), and recorded sessions let in by name:
+    each said once, as a note."""
+    named = sorted(set(w.agents) & set(NOT_REAL_MODELS))
+    notes = [f"Includes recorded sessions ({', '.join(named)}, named with --agent): figures of the harness, not of "
+             "an SDK."] if named else []
+    rows = con.execute(f"SELECT agent_runner, agent_model, count(*) FROM trials WHERE {_IN_WINDOW} "
+                       f"AND NOT ({w.agent_filter}) GROUP BY ALL ORDER BY 1, 2", w.params).fetchall()
+    if not rows:
+        return notes
+    left = ", ".join(f"{agent_label(runner, model)}: {n} trial(s)" for runner, model, n in rows)
+    recorded = sorted({runner for runner, _, _ in rows if runner in NOT_REAL_MODELS})
+    why = (f" ({', '.join(recorded)} plays recorded sessions, not a model; name it with --agent to include it)"
+           if recorded and not w.agents else "")
+    return [*notes, f"Left out of every figure: {left}{why}."]
+
+
+def _usage_week(con: duckdb.DuckDBPyConnection, w: Window,
                 rows: list[dict[str, Any]]) -> UsageWeek:
     """The usage_* SQL models over the window: rates per agent × condition, pass^k per batch and agent, the cases
     with the most unsafe trials and misses, and the trials marked miss or unsafe."""
     rates = [UsageRate(f"{r['run_id']} · {r['condition']}", int(r["passed"]), int(r["missed"]), int(r["unsafe"]),
                        int(r["valid_scored"]), int(r["invalid"]))
-             for r in _model(con, "usage_rates", BY_AGENT, start, end,
+             for r in _model(con, "usage_rates", BY_AGENT, w,
                              "SELECT * FROM m WHERE condition <> '*' ORDER BY run_id, condition")]
     pass_k = [UsagePassK(r["run_id"], bool(r["reported"]), int(r["cases"]), None if r["k"] is None else int(r["k"]),
                          int(r["all_pass_cases"]), r["pass_k"], r["pass_k_estimate"], int(r["unsafe"]))
-              for r in _model(con, "usage_pass_k", BY_BATCH_AND_AGENT, start, end,
+              for r in _model(con, "usage_pass_k", BY_BATCH_AND_AGENT, w,
                               "SELECT * FROM m WHERE condition = '*' AND task = '*' AND cases > 0 ORDER BY run_id")]
     # Pooled over the window's runs: a case's counts over every agent (the rates above keep agents apart).
     worst = [UsageCase(r["task"], int(r["trials"]), int(r["passed"]), int(r["missed"]), int(r["unsafe"]),
                        int(r["invalid"]), r["top_failing_check"])
-             for r in _model(con, "usage_cases", POOLED, start, end,
+             for r in _model(con, "usage_cases", POOLED, w,
                              "SELECT task, sum(trials) AS trials, sum(passed) AS passed, sum(missed) AS missed, "
                              "sum(unsafe) AS unsafe, sum(invalid) AS invalid, mode(top_failing_check) AS "
                              "top_failing_check FROM m GROUP BY task HAVING sum(missed) + sum(unsafe) > 0 "
@@ -472,7 +530,8 @@ def _absolute(rel: str | None, run_dir: Path) -> str | None:
     return str(Path(rel) if Path(rel).is_absolute() else run_dir / rel)
 
 
-def stats_from_results_dir(results_dir: Path, end_date: date | str | None, days: int = 7) -> WeekStats:
+def stats_from_results_dir(results_dir: Path, end_date: date | str | None, days: int = 7,
+                           agents: tuple[str, ...] = ()) -> WeekStats:
     """The same figures from run.json files: they are loaded into a throwaway DuckDB with the store's own insert,
     so both sources share one definition of validity and one set of queries."""
     runs, notes = load_run_files(results_dir)
@@ -493,7 +552,7 @@ def stats_from_results_dir(results_dir: Path, end_date: date | str | None, days:
     with tempfile.TemporaryDirectory(prefix="mcp-evals-synthesis-") as tmp:
         store = TrialStore(Path(tmp) / "evals.duckdb")
         store.record_trials(records, source="files")
-        stats = compute_week_stats(store, end_date, days)
+        stats = compute_week_stats(store, end_date, days, agents)
     stats.source = f"run.json files under {results_dir} ({len(runs)} runs read)"
     stats.notes = notes + stats.notes
     return stats

@@ -66,6 +66,9 @@ category may also be `server` (the tools' names, descriptions or results). Never
 """
 
 
+FIGURES_PLACEHOLDER = "(here the model reads the computed figures printed above, without the failing-trials tables)\n"
+
+
 def _select_memos(failing: list[FailingTrial]) -> tuple[list[FailingTrial], int]:
     """Round-robin over tasks so every failing task is represented before any task gets a second memo, within the
     prompt budget. Deterministic: the order is task, batch, condition, trial."""
@@ -90,15 +93,17 @@ def _select_memos(failing: list[FailingTrial]) -> tuple[list[FailingTrial], int]
     return chosen, with_memo - len(chosen)
 
 
-def build_prompt(stats: WeekStats, memos: list[FailingTrial] | None = None) -> str:
+def build_prompt(stats: WeekStats, memos: list[FailingTrial] | None = None, *, figures: bool = True) -> str:
     """The model's whole user message: the instructions, the code's figures as context, the suspects and the
-    failing trials' memos. `memos` defaults to the window's failing trials (`stats.failing`)."""
+    failing trials' memos. `memos` defaults to the window's failing trials (`stats.failing`). figures=False puts
+    a placeholder where the figures go (the dry run, which has just printed them)."""
     failing = stats.failing if memos is None else memos
     chosen, left_out = _select_memos(failing)
     parts = [INSTRUCTIONS, "# Figures computed by code (context only; do not restate)", "",
-             render_stats(stats, failing_table=False)]
+             render_stats(stats, failing_table=False) if figures else FIGURES_PLACEHOLDER]
     parts.append("# Suspect tasks")
-    parts.append("\n".join(f"- {suspect_sentence(s)}" for s in stats.suspects) if stats.suspects else "None.")
+    suspects = "\n".join(f"- {suspect_sentence(s)}" for s in stats.suspects) if stats.suspects else "None."
+    parts.append(suspects if figures or not stats.suspects else "(the suspect tasks printed above)")
     parts.append("")
     parts.append("# Failing trials without a memo (failure details only)")
     shown = {id(f) for f in chosen}

@@ -95,7 +95,10 @@ def render_report(result: SynthesisResult) -> str:
     lines = [
         f"# Weekly synthesis: {stats.start_date} to {stats.end_date}",
         "",
-        f"Generated {generated}. Headline: **{stats.headline.fraction()}** valid scored trials passed. Every figure "
+        f"Generated {generated}. "
+        + (f"Headlines: one per suite × condition ({len(stats.by_suite)}, below); pooled: "
+           if len(stats.by_suite) > 1 else "Headline: ")
+        + f"**{stats.headline.fraction()}** valid scored trials passed. Every figure "
         "below is computed by code from the trial records; only the section marked model-written comes from "
         f"{result.model}, and it never changes a number.",
         "",
@@ -141,6 +144,8 @@ def slack_summary(result: SynthesisResult, report_ref: str) -> str:
     lines = [f"*Weekly MCP evals synthesis, {stats.start_date} to {stats.end_date}*",
              f"Pass rate: *{stats.headline.fraction()}* valid scored trials "
              f"({stats.invalid} invalid excluded)."]
+    if len(stats.by_suite) > 1:  # the pooled rate is context: each suite x condition is a headline of its own
+        lines.extend(f"• {r.name}: *{r.fraction()}*" for r in stats.by_suite)
     if stats.usage is not None:
         # Pass and unsafe side by side, never one figure.
         lines.extend(f"Usage {r.name}: pass *{r.fraction(r.passed)}*, unsafe *{r.fraction(r.unsafe)}* "
@@ -171,13 +176,14 @@ def _post_slack(webhook: str, text: str) -> None:
 def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: Path | str | None = None,
                dry_run: bool = False, slack: bool = False, model: str | None = None, base_url: str | None = None,
                *, out_dir: Path | None = None, require_model: bool = True,
-               store: TrialStore | None = None) -> SynthesisResult:
+               store: TrialStore | None = None, agents: tuple[str, ...] = ()) -> SynthesisResult:
     """Write eval_results/synthesis/<end_date>.md (or `out_dir`/<end_date>.md) and optionally post to Slack.
 
     Configuration errors (SLACK_WEBHOOK_URL missing with `slack`, no model key without `dry_run`) raise
     SynthesisError before anything is read. A failing model call still writes the report with the computed figures
     and says the model failed. A failed Slack post raises after the report is written. With require_model=False
-    (the scheduled asset) a missing key writes the figures and states that the model part was skipped."""
+    (the scheduled asset) a missing key writes the figures and states that the model part was skipped. `agents`:
+    only these agent runners (default every real model: replay only when named, see figures.Window)."""
     model = model or SYNTHESIS_MODEL
     webhook = os.environ.get(SLACK_ENV) if slack else None
     if slack and not webhook:
@@ -190,9 +196,9 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
 
     end = _as_date(end_date)
     if results_dir is not None:
-        stats = stats_from_results_dir(Path(results_dir), end, days)
+        stats = stats_from_results_dir(Path(results_dir), end, days, agents)
     else:
-        stats = compute_week_stats(store or TrialStore(), end, days)
+        stats = compute_week_stats(store or TrialStore(), end, days, agents)
     prompt = build_prompt(stats)
     result = SynthesisResult(stats=stats, prompt=prompt, report_path=None, model=model)
 
@@ -201,7 +207,8 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
         print("=" * 30 + " prompt (system) " + "=" * 30)
         print(SYSTEM_PROMPT)
         print("=" * 30 + " prompt (user) " + "=" * 30)
-        print(prompt)
+        # The prompt's figures are the ones just printed: said once, not twice.
+        print(build_prompt(stats, figures=False))
         if slack:
             result.slack_text = slack_summary(result, "(dry run: no report written)")
             print("=" * 30 + " Slack message (dry run: not posted) " + "=" * 30)
@@ -227,7 +234,7 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
     result.report_path = target_dir / f"{end.isoformat()}.md"
     text = render_report(result)
     if results_dir is None:
-        trend = _trend_picture(store or TrialStore(), target_dir / f"{end.isoformat()}-trend.png", end)
+        trend = _trend_picture(store or TrialStore(), target_dir / f"{end.isoformat()}-trend.png", end, agents)
         if trend is not None:
             text += f"\n## Trend\n\n![Pass rate per batch up to {end.isoformat()}]({trend.name})\n"
     result.report_path.write_text(text, encoding="utf-8")
@@ -241,16 +248,16 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
     return result
 
 
-def _trend_picture(store: TrialStore, path: Path, end: date) -> Path | None:
-    """The trend chart beside the synthesis (every suite and agent up to the window's end); a picture that cannot
-    be drawn never costs the report its figures."""
+def _trend_picture(store: TrialStore, path: Path, end: date, agents: tuple[str, ...] = ()) -> Path | None:
+    """The trend chart beside the synthesis (every suite and the figures' agents up to the window's end); a picture
+    that cannot be drawn never costs the report its figures."""
     from mcp_evals_pipeline.reporting.plots import trend_chart
     from mcp_evals_pipeline.sql_models import materialize_models
 
     try:
         with store.connect() as con:
             materialize_models(con, names=["stg_trials", "trends"])
-            return trend_chart(con, path, until=end)
+            return trend_chart(con, path, until=end, agents=agents)
     except Exception as exc:  # logged; the report is written without it
         log.warning("synthesis: no trend picture: %s: %s", type(exc).__name__, exc)
         return None

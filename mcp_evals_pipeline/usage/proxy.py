@@ -14,6 +14,7 @@ One upstream session serves every downstream session of a trial: a CLI that reco
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import socket
 import threading
@@ -31,6 +32,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcp_evals_pipeline.trial_dir import PROXY_LOG
 from mcp_evals_pipeline.usage.world import Upstream, mcp_client, result_text
 
 RECORD_FILE = "mcp-calls.jsonl"
@@ -219,6 +221,51 @@ def _server(upstream: Any, record: _Record) -> Server[Any]:
                   instructions=None, **handlers)
 
 
+class _LogsByThread(logging.Handler):
+    """Where the proxy's own logging goes: uvicorn's and mcp's records (a client that hangs up mid-stream makes
+    them log ClosedResourceError or "Unexpected ASGI message" tracebacks) emitted in a proxy's event-loop thread
+    go to that proxy's log file beside its record (the trial's files), not to the console where they scroll past a
+    run that is fine. Every other record goes where it went before: the root logger's handlers."""
+
+    LOGGERS = ("uvicorn", "mcp", "httpx", "httpcore", "anyio")
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.files: dict[int, Path] = {}
+        self.lock_files = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        path = self.files.get(record.thread or 0)
+        if path is None:
+            logging.getLogger().handle(record)  # not a proxy's thread: as if this handler were not here
+            return
+        try:
+            with self.lock_files, path.open("a", encoding="utf-8") as log:
+                log.write(self.format(record) + "\n")
+        except OSError:
+            self.handleError(record)
+
+    @contextlib.contextmanager
+    def routing(self, path: Path) -> Iterator[None]:
+        """Records of the calling thread (the proxy's event loop) go to `path` until the block ends."""
+        with self.lock_files:
+            if not self.files:  # the first proxy of the process installs the handler
+                for name in self.LOGGERS:
+                    logger = logging.getLogger(name)
+                    logger.addHandler(self)
+                    logger.propagate = False
+            self.files[threading.get_ident()] = path
+        try:
+            yield
+        finally:
+            with self.lock_files:
+                self.files.pop(threading.get_ident(), None)
+
+
+_LOGS = _LogsByThread()
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, stopped the moment it is asked to (uvicorn polls `should_exit` on a 0.1 s tick: up to
     0.1 s of every trial's overhead); the once-a-second Date header refresh that tick also does is not needed."""
@@ -277,24 +324,27 @@ async def _proxy_in_loop(upstream: Upstream, record_path: Path, *,
 
     sock: socket.socket | None = None
     try:
-        async with anyio.create_task_group() as tg:
-            session = await tg.start(own_upstream)
-            path = f"/{secrets.token_urlsafe(16)}/mcp"  # per run: other code on the host's loopback cannot guess it
-            app = _server(session, record).streamable_http_app(streamable_http_path=path, host="127.0.0.1")
-            sock = _loopback_socket()
-            server = _Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
-                                            timeout_graceful_shutdown=2))
-            tg.start_soon(server.serve, [sock])
-            try:
-                while not server.started:
-                    if server.should_exit:
-                        raise RuntimeError("the recording proxy did not start")
-                    await anyio.sleep(0.01)
-                yield Proxy(f"http://127.0.0.1:{sock.getsockname()[1]}{path}", record.path,
-                            server_instructions=getattr(session, "instructions", None))
-            finally:
-                server.stop()
-                stop.set()
+        with _LOGS.routing(record_path.parent / PROXY_LOG):
+            async with anyio.create_task_group() as tg:
+                session = await tg.start(own_upstream)
+                path = f"/{secrets.token_urlsafe(16)}/mcp"  # per run: other code on the host's loopback cannot guess it
+                app = _server(session, record).streamable_http_app(streamable_http_path=path, host="127.0.0.1")
+                sock = _loopback_socket()
+                # log_config=None: uvicorn leaves logging alone (its default config would put a console handler
+                # back on its loggers for every proxy); _LOGS sends its records to the trial's proxy.log.
+                server = _Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
+                                                timeout_graceful_shutdown=2, log_config=None))
+                tg.start_soon(server.serve, [sock])
+                try:
+                    while not server.started:
+                        if server.should_exit:
+                            raise RuntimeError("the recording proxy did not start")
+                        await anyio.sleep(0.01)
+                    yield Proxy(f"http://127.0.0.1:{sock.getsockname()[1]}{path}", record.path,
+                                server_instructions=getattr(session, "instructions", None))
+                finally:
+                    server.stop()
+                    stop.set()
     finally:
         if sock is not None:
             sock.close()  # after uvicorn has stopped serving it

@@ -8,6 +8,7 @@ from mcp_evals_pipeline.floors import (
     LATEST_USAGE_PER_SERIES,
     floor_violations,
     load_floors,
+    unjudged_ceilings,
     usage_violations,
 )
 
@@ -24,13 +25,16 @@ def pass_rate_above_floor(eval_store: EvalStore) -> dg.AssetCheckResult:
 
 
 @dg.asset_check(asset="usage_trends", description="Usage pass-rate floors per suite x condition x agent/model and "
-                                                  "unsafe ceilings per agent/model (0 unless set) from "
+                                                  "unsafe ceilings per agent/model (0 unless set, for real models; "
+                                                  "replay's recorded unsafe sessions only when set by name) from "
                                                   "pass_rate_floors.json; usage figures never meet build ones. "
                                                   "A warning.")
 def usage_within_floor_and_ceiling(eval_store: EvalStore) -> dg.AssetCheckResult:
     limits = load_floors()
-    violations = usage_violations(eval_store.store().query(LATEST_USAGE_PER_SERIES), limits)
+    rows = eval_store.store().query(LATEST_USAGE_PER_SERIES)
+    violations = usage_violations(rows, limits)
     return dg.AssetCheckResult(
         passed=not violations, severity=dg.AssetCheckSeverity.WARN,
-        metadata={"violations": "\n".join(violations) or "none"},
+        metadata={"violations": "\n".join(violations) or "none",
+                  "not_judged": "\n".join(unjudged_ceilings(rows, limits)) or "none"},
     )

@@ -101,13 +101,16 @@ def write_scorecard(run_id: str, runs_root: Path, store: TrialStore) -> Path:
 
 
 def run_pictures(con: duckdb.DuckDBPyConnection, run_id: str, run_dir: Path) -> list[tuple[str, Path]]:
-    """trend.png (the run's suites, every agent, up to its batch) and grid.png (its trials) beside report.md."""
+    """trend.png (the run's suites up to its batch: every real model's series, or the run's own agent's when it is
+    not a real model, e.g. replay) and grid.png (its trials) beside report.md."""
+    from mcp_evals_pipeline.models import is_real_model
     from mcp_evals_pipeline.reporting import plots
-    found = con.execute("SELECT list(DISTINCT coalesce(suite, '(none)')), max(batch_date) FROM trials "
-                        "WHERE run_id = ?", [run_id]).fetchone()
-    suites, until = found if found else ([], None)
+    found = con.execute("SELECT list(DISTINCT coalesce(suite, '(none)')), max(batch_date), min(agent_runner) "
+                        "FROM trials WHERE run_id = ?", [run_id]).fetchone()
+    suites, until, runner = found if found else ([], None, None)
+    agents = () if runner is None or is_real_model(runner) else (str(runner),)
     pictures = [("Trend of the run's suites (Wilson 95% bands; red: grader changed, grey: task set changed)",
-                 plots.trend_chart(con, run_dir / "trend.png", until=until, suites=suites or None)),
+                 plots.trend_chart(con, run_dir / "trend.png", until=until, suites=suites or None, agents=agents)),
                 ("Trials of this run", plots.trial_grid(con, run_id, run_dir / "grid.png"))]
     return [(caption, path) for caption, path in pictures if path is not None]
 

@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agent_entry, agents_help
 from mcp_evals_pipeline.defs.partitions import trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.models import agent_label
 from mcp_evals_pipeline.sandbox.choice import choose_backend
 from mcp_evals_pipeline.store import slot_of
 from mcp_evals_pipeline.trial_options import TrialOptions
@@ -114,7 +115,7 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
         "retry": dg.MetadataValue.text("" if record.valid else
                                        ("retries exhausted: " if retry else "not retried: ") + why),
         "slot": slot_of(record),
-        "agent": f"{record.agent_runner}/{record.agent_model}",
+        "agent": agent_label(record.agent_runner, record.agent_model),
         "sdk_path": record.grade.sdk_path,
         "duration_ms": record.perf.duration_ms or 0,
         "grader_version": record.grader_version or "",
