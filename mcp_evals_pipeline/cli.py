@@ -814,6 +814,15 @@ def _empty_trends(con, asked: dict[str, str | None]) -> None:  # type: ignore[no
                      f"{column} = '{value}'" if usage else "")
             _input_error(f"{option[column]} {value}: no build trials of it in {database_path()}{near} (the build "
                          f"trends hold: {', '.join(str(h) for h in held if h != '*') or 'nothing'}){apart}")
+    from mcp_evals_pipeline.models import real_model_sql
+
+    where = " AND ".join(f"{c} = ?" for c in given)
+    recorded = con.execute(f"SELECT DISTINCT agent_runner FROM trends WHERE {where} AND NOT {real_model_sql()} "
+                           "ORDER BY 1", list(given.values())).fetchall()
+    if recorded and "agent_runner" not in given:
+        _input_error("only recorded sessions have build trends of " + " and ".join(
+            f"{option[c]} {v}" for c, v in given.items()) + f" (left out by default, not a model: --agent "
+            f"{recorded[0][0]} shows them)")
     _input_error("no batch has trials of " + " and ".join(f"{option[c]} {v}" for c, v in given.items())
                  + " together (`mcp-evals batches` lists what there is)")
 

@@ -115,6 +115,10 @@ def test_an_empty_selection_is_exit_2_with_its_reason(filled: Path, tmp_path: Pa
     apart = _cli(tmp_path, "trends", "--suite", "mcp-use", "--agent", "replay", results=filled)
     assert apart.exit_code == 2 and "no batch has trials of --suite mcp-use and --agent replay together" in _said(apart)
     assert "`mcp-evals batches` lists what there is" in _said(apart)
+    recorded = _cli(tmp_path, "trends", "--suite", "mcp-python", results=filled)  # only replay's: left out, said so
+    assert recorded.exit_code == 2, _said(recorded)
+    assert ("only recorded sessions have build trends of --suite mcp-python (left out by default, not a model: "
+            "--agent replay shows them)") in _said(recorded)
     held = _cli(tmp_path, "trends", "--suite", "mcp-use", results=filled)  # the positive: rows, exit 0
     assert held.exit_code == 0 and IMPORTED_A in held.stdout, _said(held)
     empty = _cli(tmp_path, "trends")  # no store yet: a line saying so, not an error
@@ -141,8 +145,8 @@ def test_batches_and_runs_list_what_the_store_holds(filled: Path, tmp_path: Path
     listed = _cli(tmp_path, "batches", results=filled)
     assert listed.exit_code == 0, _said(listed)
     lines = [" ".join(line.replace("│", " ").split()) for line in listed.stdout.splitlines()]
-    assert f"{OURS_A} {OURS_A} mcp-python, ops-platform replay/- 1 16 1/16 0" in lines, lines
-    assert f"{OURS_B} {OURS_B} mcp-python replay/- 1 2 1/2 0" in lines
+    assert f"{OURS_A} {OURS_A} mcp-python, ops-platform replay (no model) 1 16 1/16 0" in lines, lines
+    assert f"{OURS_B} {OURS_B} mcp-python replay (no model) 1 2 1/2 0" in lines
     assert f"{IMPORTED_A} (imported) 2026-10-07 mcp-use codex/gpt-test 2 6 4/6 0" in lines
     order = [next(i for i, line in enumerate(lines) if line.startswith(b)) for b in (OURS_B, OURS_A, IMPORTED_B)]
     assert order == sorted(order)  # newest first

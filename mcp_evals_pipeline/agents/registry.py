@@ -44,7 +44,7 @@ class AgentEntry:
     def plays_recordings(self) -> bool:
         """No model behind it: it plays recorded sessions (replay), spends nothing and measures no SDK. Its gate
         proves only what its sessions rest on (verify.replay_selection)."""
-        return self.pin.model is None
+        return not self.pin.real_model
 
     @property
     def key_env(self) -> tuple[str, ...]:

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import duckdb
 
 from mcp_evals_pipeline.did_you_mean import suggestion
+from mcp_evals_pipeline.models import agent_label_sql
 
 # The earlier harness named a batch by its GitHub Actions run (run id, then the attempt), not by its date.
 IMPORTED_IDS = ("imported batch ids are the earlier harness's GitHub Actions run ids, `<run id>-<attempt>`, "
                 "not dates")
-NO_MODEL = "-"  # how a run without a model (replay's recorded sessions) is written in these tables
 
 # Counts over the current attempts: invalid trials leave every denominator; a usage trial's unsafe is counted apart.
 _COUNTS = """
@@ -33,8 +33,7 @@ _COUNTS = """
 _BATCHES = f"""
 SELECT batch_id, min(batch_date) AS first_date, max(batch_date) AS last_date,
        string_agg(DISTINCT coalesce(suite, '-'), ', ' ORDER BY coalesce(suite, '-')) AS suites,
-       string_agg(DISTINCT agent_runner || '/' || coalesce(agent_model, '{NO_MODEL}'), ', '
-                  ORDER BY agent_runner || '/' || coalesce(agent_model, '{NO_MODEL}')) AS agents,
+       string_agg(DISTINCT {agent_label_sql()}, ', ' ORDER BY {agent_label_sql()}) AS agents,
        count(DISTINCT run_id) AS runs, {_COUNTS}
 FROM trials
 GROUP BY batch_id
@@ -42,7 +41,7 @@ ORDER BY last_date DESC NULLS LAST, batch_id
 """
 
 _RUNS = f"""
-SELECT t.run_id, t.batch_id, t.agent_runner, coalesce(t.agent_model, '{NO_MODEL}') AS agent_model,
+SELECT t.run_id, t.batch_id, {agent_label_sql("t.agent_runner", "t.agent_model")} AS agent,
        coalesce(min(t.started_at), min(t.recorded_at)) AS started, {_COUNTS}
 FROM (SELECT trials.*, runs.started_at FROM trials LEFT JOIN runs ON runs.run_id = trials.run_id) AS t
 WHERE ? IS NULL OR t.batch_id = ?
@@ -111,7 +110,7 @@ def batches(con: duckdb.DuckDBPyConnection) -> list[Batch]:
 
 def runs(con: duckdb.DuckDBPyConnection, batch: str | None = None) -> list[Run]:
     """Every run of the store (or of one batch), the latest started first."""
-    return [Run(str(r["run_id"]), r["batch_id"], f"{r['agent_runner']}/{r['agent_model']}",  # type: ignore[arg-type]
+    return [Run(str(r["run_id"]), r["batch_id"], str(r["agent"]),  # type: ignore[arg-type]
                 r["started"], _counts(r))  # type: ignore[arg-type]
             for r in _rows(con, _RUNS, [batch, batch])]
 
