@@ -38,16 +38,28 @@ def _tls() -> ssl.SSLContext | bool:
     return ssl.create_default_context(cafile=cafile) if cafile else True
 
 
-def _fetch(package: str, registry: str) -> str | None:
+def fetch_latest(package: str, registry: str) -> tuple[str | None, str]:
+    """Ask the registry now, uncached: (the latest version, "") or (None, why it cannot be known). The release
+    sensors poll with it; a sensor must say why it skipped, never crash on a registry that is down."""
+    url = _url(package, registry)
     try:
-        response = httpx.get(_url(package, registry), timeout=TIMEOUT_S, follow_redirects=True,
-                             verify=_tls())
+        response = httpx.get(url, timeout=TIMEOUT_S, follow_redirects=True, verify=_tls())
         response.raise_for_status()
         data = response.json()
-    except (httpx.HTTPError, ValueError):
-        return None
-    version = data.get("version") if registry == "npm" else (data.get("info") or {}).get("version")
-    return version if isinstance(version, str) and version else None
+    except httpx.HTTPError as exc:
+        return None, f"{url}: {type(exc).__name__}: {exc}"
+    except ValueError as exc:
+        return None, f"{url}: not JSON ({exc})"
+    version = (data.get("version") if registry == "npm" else (data.get("info") or {}).get("version")) \
+        if isinstance(data, dict) else None
+    if not isinstance(version, str) or not version:
+        field = "version" if registry == "npm" else "info.version"
+        return None, f"{url}: no {field} in the answer"
+    return version, ""
+
+
+def _fetch(package: str, registry: str) -> str | None:
+    return fetch_latest(package, registry)[0]
 
 
 def _cache_file() -> Path:
