@@ -66,10 +66,9 @@ def _cache_file() -> Path:
     return cache_dir() / "sdk-registry-latest.json"
 
 
-def latest_version(package: str, registry: str) -> str | None:
-    """The registry's latest version of `package` (registry "npm" or "pypi"), None when it cannot be known."""
-    if os.environ.get("MCP_EVALS_SDK_REGISTRY", "").lower() in ("off", "0", "false"):
-        return None
+def _cached(package: str, registry: str, fresh: str | None = None) -> str | None:
+    """The cached latest version (asking the registry when the entry is stale), or, given `fresh`, that version
+    stored as the latest now."""
     path = _cache_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     key = f"{registry}:{package}:{_url(package, registry)}"
@@ -79,10 +78,23 @@ def latest_version(package: str, registry: str) -> str | None:
         except (OSError, ValueError):
             cache = {}
         hit = cache.get(key)
-        if hit and time.time() - hit.get("at", 0) < CACHE_TTL_S and hit.get("version"):
+        if fresh is None and hit and time.time() - hit.get("at", 0) < CACHE_TTL_S and hit.get("version"):
             return str(hit["version"])
-        version = _fetch(package, registry)
+        version = fresh or _fetch(package, registry)
         if version is not None:
             cache[key] = {"version": version, "at": time.time()}
             path.write_text(json.dumps(cache, indent=1))
         return version
+
+
+def latest_version(package: str, registry: str) -> str | None:
+    """The registry's latest version of `package` (registry "npm" or "pypi"), None when it cannot be known."""
+    if os.environ.get("MCP_EVALS_SDK_REGISTRY", "").lower() in ("off", "0", "false"):
+        return None
+    return _cached(package, registry)
+
+
+def remember_latest(package: str, registry: str, version: str) -> None:
+    """Store a version just read from the registry as its latest: a release sensor's batch then records the release
+    it was launched for, not a cached answer from before the release."""
+    _cached(package, registry, version)

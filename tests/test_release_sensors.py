@@ -6,19 +6,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from mcp_evals_pipeline.defs.partitions import trial_key_partitions
 from mcp_evals_pipeline.defs.trials.release_sensors import POLL_ENV, poll_interval_s, release_sensor
+from mcp_evals_pipeline.sdk_registry import latest_version
 from mcp_evals_pipeline.tasks.suites import get_suite
 
 from .test_suites import _Registry
 
 
 @pytest.fixture
-def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ThreadingHTTPServer, dict[str, str]]]:
+def registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[ThreadingHTTPServer, dict[str, str]]]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -26,6 +28,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ThreadingHTTPSer
     monkeypatch.setenv("MCP_EVALS_SDK_REGISTRY", "on")
     monkeypatch.setenv("MCP_EVALS_NPM_REGISTRY", base)
     monkeypatch.setenv("MCP_EVALS_PYPI_URL", base)
+    monkeypatch.setenv("MCP_EVALS_CACHE_DIR", str(tmp_path / "cache"))
     _Registry.versions = {"mcp-use": "2.7.0", "mcp": "2.4.1"}
     try:
         yield server, _Registry.versions
@@ -48,6 +51,10 @@ def test_a_new_release_launches_one_batch_the_same_none_a_down_registry_a_skip(
     server, versions = registry
     npm, pypi = release_sensor("mcp-use"), release_sensor("mcp-python")
     assert npm.default_status == pypi.default_status == dg.DefaultSensorStatus.STOPPED
+    # A trial of an earlier batch cached the release before this one (kept for hours: one lookup per batch).
+    versions["mcp-use"] = "2.6.0"
+    assert latest_version("mcp-use", "npm") == "2.6.0"
+    versions["mcp-use"] = "2.7.0"
     with dg.instance_for_test() as instance:
         # npm: a version never seen launches the suite's baseline batch, under a batch id naming the release.
         first = _tick(npm, instance, None)
@@ -63,6 +70,8 @@ def test_a_new_release_launches_one_batch_the_same_none_a_down_registry_a_skip(
         assert len({r.run_key for r in first.run_requests}) == len(first.run_requests)
         registered = set(instance.get_dynamic_partitions(trial_key_partitions.name))
         assert {r.partition_key.keys_by_dimension["trial"] for r in first.run_requests} <= registered
+        # The batch's trials record the release it was launched for (trials.py reads latest_version), not 2.6.0.
+        assert latest_version("mcp-use", "npm") == "2.7.0"
         # The same version again: nothing launched, and the skip says why.
         again = _tick(npm, instance, first.cursor)
         assert not again.run_requests and "2.7.0: already seen" in (again.skip_message or "")

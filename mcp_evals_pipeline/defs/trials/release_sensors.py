@@ -21,7 +21,7 @@ from mcp_evals_pipeline.defs.trials.jobs import trials_job
 from mcp_evals_pipeline.defs.trials.schedules import BASELINE_AGENT, BASELINE_TRIALS, _trial_requests
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.paths import tasks_dir
-from mcp_evals_pipeline.sdk_registry import fetch_latest
+from mcp_evals_pipeline.sdk_registry import fetch_latest, remember_latest
 from mcp_evals_pipeline.tasks.suites import Suite, get_suite, load_suites
 
 POLL_ENV = "MCP_EVALS_RELEASE_POLL_S"
@@ -79,6 +79,7 @@ def _evaluate(context: dg.SensorEvaluationContext, suite_name: str) -> dg.Sensor
         requests = release_run_requests(suite_name, version, batch_date)
     except ValueError as exc:  # a version no batch id can carry: said, never a crash
         return dg.SkipReason(f"{suite.sdk_package} {version}: {exc}")
+    remember_latest(suite.sdk_package, suite.registry, version)  # the batch's rows and manifest name this release
     register_trial_keys(context.instance, [r.partition_key.keys_by_dimension["trial"] for r in requests
                                            if isinstance(r.partition_key, dg.MultiPartitionKey)])
     context.log.info(f"{suite.sdk_package} {version} is new: batch {requests[0].tags['mcp-evals/batch']}, "
