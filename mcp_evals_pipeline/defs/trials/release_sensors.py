@@ -8,7 +8,9 @@ Stopped by default like the schedules (a batch runs a paid agent). The poll inte
 (seconds, read when the definitions load; default an hour); the registry is the one sdk_registry.py asks
 (MCP_EVALS_NPM_REGISTRY, MCP_EVALS_PYPI_URL). A registry that is down, or lookups turned off, is a skip with its
 reason, never a crash; the cursor keeps the versions seen, and each run key names the release, so one release
-launches one batch."""
+launches one batch. A sensor's first tick has seen nothing: turning it on launches the current release's batch.
+The trials go in the batch calendar's current date partition beside that date's scheduled batch; the batch id
+(hence the slot and run id) keeps them apart."""
 
 import json
 import os
