@@ -767,17 +767,26 @@ def regrade_cmd(run_ids: tuple[str, ...], task_ids: tuple[str, ...], force: bool
 
 
 @main.command("compare")
-@click.argument("side_a")
-@click.argument("side_b")
+@click.argument("side_a", required=False)
+@click.argument("side_b", required=False)
+@click.option("--suite", "suites", multiple=True,
+              help="Twice (--suite A --suite B): compare two suites' SDKs on the tasks they share, not batches.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-def compare_cmd(side_a: str, side_b: str, as_json: bool) -> None:
+def compare_cmd(side_a: str | None, side_b: str | None, suites: tuple[str, ...], as_json: bool) -> None:
     """What changed from batch A to batch B: flipped cells, new and fixed failure codes of the tasks both ran, the
     pass-rate change with its interval, a sign test over tasks, and what either side lacks (a kind, condition or
     agent the other ran). A side is BATCH (its current attempts; `mcp-evals batches` lists them, an imported one by
     its GitHub Actions run id, not its date) or BATCH@GRADER_VERSION (after `regrade`: what the marker change alone
-    moved)."""
+    moved). With `--suite A --suite B` instead: the two suites' SDKs on the assignments they share, per agent x
+    model x condition (the scorecard's "SDKs on one contract")."""
     from mcp_evals_pipeline.reporting.compare import CompareError, Side, compare, render
 
+    if suites:
+        _compare_suites(suites, side_a, as_json)
+        return
+    if side_a is None or side_b is None:
+        err.print("[red]error:[/] compare takes two batches (A B) or two suites (--suite A --suite B)")
+        sys.exit(2)
     store = TrialStore()
     try:
         with store.connect() as con:
@@ -825,6 +834,34 @@ def _empty_trends(con, asked: dict[str, str | None]) -> None:  # type: ignore[no
             f"{recorded[0][0]} shows them)")
     _input_error("no batch has trials of " + " and ".join(f"{option[c]} {v}" for c, v in given.items())
                  + " together (`mcp-evals batches` lists what there is)")
+
+
+def _compare_suites(suites: tuple[str, ...], side: str | None, as_json: bool) -> None:
+    """`compare --suite A --suite B`: the sdk_comparison model, rebuilt from the store, for those two suites."""
+    from mcp_evals_pipeline.reporting import sdk_comparison
+    from mcp_evals_pipeline.sql_models import materialize_models
+    from mcp_evals_pipeline.tasks.suites import SuiteError, get_suite
+
+    if side is not None:
+        err.print("[red]error:[/] compare takes either two batches (A B) or two suites (--suite A --suite B)")
+        sys.exit(2)
+    if len(suites) != 2 or suites[0] == suites[1]:
+        err.print(f"[red]error:[/] --suite: give two different suites, as two --suite options (got {len(suites)})")
+        sys.exit(2)
+    try:
+        for name in suites:
+            get_suite(name)
+    except SuiteError as exc:
+        err.print(f"[red]error:[/] --suite: {exc}")
+        sys.exit(2)
+    with TrialStore().connect() as con:
+        materialize_models(con, names=["stg_trials", sdk_comparison.MODEL])
+        rows = sdk_comparison.suite_comparison(con, *suites)
+    if as_json:
+        click.echo(json.dumps(sdk_comparison.as_dicts(rows), indent=2))
+    else:
+        click.echo("\n".join([f"# {suites[0]} vs {suites[1]}: SDKs on one contract", "",
+                               *sdk_comparison.render_lines(rows, *suites)]))
 
 
 @main.command("trends")

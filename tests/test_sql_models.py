@@ -59,6 +59,11 @@ COLUMNS: dict[str, list[str]] = {
                      "pass_k", "pass_k_estimate", "passed", "missed", "unsafe", "valid_scored", "invalid", "reported"],
     "usage_trends": ["batch_id", "batch_date", "suite", "agent_runner", "agent_model", "condition", "tasks", "passed",
                      "missed", "unsafe", "valid_scored", "invalid", "pass_rate", "unsafe_rate", "pass_wilson_low"],
+    "sdk_comparison": ["suite_a", "suite_b", "agent_runner", "agent_model", "condition", "task_slug", "task_a",
+                       "task_b", "paired_tasks", "passed_a", "valid_scored_a", "trials_a", "invalid_a", "pass_rate_a",
+                       "wilson_low_a", "wilson_high_a", "passed_b", "valid_scored_b", "trials_b", "invalid_b",
+                       "pass_rate_b", "wilson_low_b", "wilson_high_b", "delta", "newcombe_low", "newcombe_high",
+                       "recorded_sessions"],
     "usage_model_cases": ["task", "prompt_hash", "agent_runner", "agent_model", "valid_scored", "passed", "missed",
                           "unsafe", "invalid"],
 }

@@ -21,7 +21,7 @@ from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.judge import memo_body, memo_status
 from mcp_evals_pipeline.models import CALIBRATION, agent_label, is_real_model
 from mcp_evals_pipeline.paths import runs_dir
-from mcp_evals_pipeline.reporting import stats
+from mcp_evals_pipeline.reporting import sdk_comparison, stats
 from mcp_evals_pipeline.reporting.markdown import md_code, md_prose, md_text
 from mcp_evals_pipeline.sql_models import scoped_select
 from mcp_evals_pipeline.trial_dir import TRANSCRIPT_FILE, WORLD_FILE, run_file
@@ -39,6 +39,7 @@ MODEL_TABLES = (
     "pass_rate", "cell_matrix", "pass_k", "pass_k_curve", "skill_deltas", "skill_deltas_by_task", "performance",
     "failure_breakdown", "sdk_path_breakdown", "invalid_breakdown", "static_adoption", "suspect_markers",
     "usage_rates", "usage_cases", "usage_pass_k", "usage_condition_deltas",
+    "sdk_comparison",
 )
 
 Row = dict[str, Any]
@@ -305,6 +306,23 @@ def _suites(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
                                    [run_id, s["suite"], ALL])]
         lines.append(f"- `{s['suite']}` ({int(s['tasks'])} task(s); {sdk}): {'; '.join(figures) or 'no trials'}")
     return lines
+
+
+def _sdk_comparison(con: duckdb.DuckDBPyConnection, run: Row) -> list[str]:
+    """SDKs on one contract for the run's agent and model: each pair of suites, one of which the run tested, that
+    share assignments (reporting/sdk_comparison.py, the same text `compare --suite A --suite B` prints)."""
+    pairs = _rows(con, """SELECT DISTINCT suite_a, suite_b FROM sdk_comparison
+                          WHERE agent_runner = ? AND agent_model = ?
+                            AND (suite_a IN (SELECT suite FROM trials WHERE run_id = ?)
+                                 OR suite_b IN (SELECT suite FROM trials WHERE run_id = ?))
+                          ORDER BY suite_a, suite_b""",
+                  [run["agent_runner"], run["agent_model"] or "-", run["run_id"], run["run_id"]])
+    lines = []
+    for pair in pairs:
+        a, b = pair["suite_a"], pair["suite_b"]
+        rows = sdk_comparison.suite_comparison(con, a, b, run["agent_runner"], run["agent_model"])
+        lines += ["", f"### {md_code(a)} vs {md_code(b)}", "", *sdk_comparison.render_lines(rows, a, b)]
+    return ["## SDKs on one contract", *lines] if lines else []
 
 
 def _performance(con: duckdb.DuckDBPyConnection, run_id: str, imported: bool) -> list[str]:
@@ -662,6 +680,7 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
         _matrix(con, run_id),
         _pass_k(con, run_id),
         _suites(con, run_id),
+        _sdk_comparison(con, run),
         _performance(con, run_id, run["source"] == "import"),
         _failures(con, run_id, head),
         [] if run["source"] == "import" else _build_findings(con, run_id, base),

@@ -23,14 +23,16 @@ BASELINE_TRIALS = TRIALS_PER_CELL
 
 
 def _trial_requests(experiment: str, batch_date: str, cells: list[tuple[str, str]], agent: str, trials: int,
-                    tags: dict[str, str] | None = None) -> list[dg.RunRequest]:
-    """One run per trial partition: every (task, condition) cell x `trials`, with `agent` (the judge on)."""
+                    tags: dict[str, str] | None = None, batch_id: str | None = None) -> list[dg.RunRequest]:
+    """One run per trial partition: every (task, condition) cell x `trials`, with `agent` (the judge on); the
+    batch id is the batch date unless one is given (a release batch names its release)."""
+    config = {"agent": agent, "skip_judge": False, **({"batch_id": batch_id} if batch_id else {})}
     return [
         dg.RunRequest(
             run_key=f"{experiment}-{batch_date}-{trial_key(task_id, condition, n)}",
             partition_key=multi_key(batch_date, trial_key(task_id, condition, n)),
-            run_config={"ops": {"trial": {"config": {"agent": agent, "skip_judge": False}}}},
-            tags={"mcp-evals/batch": batch_date, "mcp-evals/experiment": experiment, **(tags or {})},
+            run_config={"ops": {"trial": {"config": config}}},
+            tags={"mcp-evals/batch": batch_id or batch_date, "mcp-evals/experiment": experiment, **(tags or {})},
         )
         for task_id, condition in cells
         for n in range(1, trials + 1)
