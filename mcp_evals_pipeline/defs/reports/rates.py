@@ -18,15 +18,17 @@ FROM (SELECT run_id, 'build' AS kind, suite, condition, passed, scored, valid, b
       UNION ALL
       SELECT run_id, 'usage', suite, condition, scored AND outcome = 'pass', scored, valid, batch_date, source
       FROM stg_usage_trials)
-WHERE batch_date = ?::DATE AND source = 'pipeline'
+WHERE batch_date = ?::DATE AND source = ?
 GROUP BY ALL ORDER BY ALL
 """
 
 
-def suite_rates(con: duckdb.DuckDBPyConnection, batch_date: str) -> list[dict[str, object]]:
-    """One row per run x suite x condition of the batch: passed, valid scored, invalid, rate and interval."""
+def suite_rates(con: duckdb.DuckDBPyConnection, batch_date: str, source: str = "pipeline") -> list[dict[str, object]]:
+    """One row per run x suite x condition of the batch's runs from `source` (pipeline | import): passed, valid
+    scored, invalid, rate and interval."""
     rows = []
-    for run_id, kind, suite, condition, passed, valid, invalid in con.execute(_COUNTS, [batch_date]).fetchall():
+    for run_id, kind, suite, condition, passed, valid, invalid in con.execute(_COUNTS,
+                                                                              [batch_date, source]).fetchall():
         low, high = wilson_interval(con, passed, valid)
         rows.append({"run": run_id, "kind": kind, "suite": suite, "condition": condition, "passed": passed,
                      "valid_scored": valid, "invalid": invalid,
