@@ -665,8 +665,13 @@ def _record_imported_scorecards(store: TrialStore, run_ids: list[str]) -> None:
     from mcp_evals_pipeline.dagster_instance import open_instance
     from mcp_evals_pipeline.defs.reports.imported import record_imported_scorecards
 
-    with open_instance() as instance:
-        dates = record_imported_scorecards(instance, store, runs_dir(), run_ids)
+    try:
+        with open_instance() as instance:
+            dates = record_imported_scorecards(instance, store, runs_dir(), run_ids)
+    except Exception as exc:  # the runs are imported all the same: only the UI's view of them is missing
+        err.print(f"[yellow]warning:[/] the imported scorecards were not recorded in the Dagster instance "
+                  f"({type(exc).__name__}: {exc})")
+        return
     if dates:
         out.print(f"import-runs: the scorecards of {len(dates)} imported batch date(s) are materialized in the UI")
 
