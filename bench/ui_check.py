@@ -36,9 +36,15 @@ def pages(partitions: int) -> list[tuple[str, list[str], list[str]]]:
         ("/runs", ["catalog_job", "trials_job", "reports_job"], ["__ASSET_JOB"]),
         ("/jobs", ["catalog_job", "trials_job", "reports_job", "synthesis_job"], []),
         ("/assets/task_catalog", ["task_catalog", "trial_partitions"], ["Never materialized"]),
-        ("/assets/trial?view=checks", ["trial_rows_are_current"], ["Not evaluated"]),
+        ("/assets/trial?view=checks", ["trial_rows_are_current", "trial_outcome"], ["Not evaluated"]),
+        # The outcome check failed for the trial (t1 replays an unsafe session), on the check's page
+        ("/assets/trial?view=checks&checkDetail=trial_outcome",
+         ["Evaluation result", "Failed", f"{BATCH}|{CASE}--bare--t1", "other-writes"], []),
+        # The trial's check table (the failing check first) and file paths in its materialization's metadata
+        ("/assets/trial?view=events", ["Show schema", "other-writes", "trial_folder", "transcript.jsonl"], []),
         ("/assets/trial?view=partitions", [f"{partitions:,} Partitions"], ["--t4", "--t5"]),
-        ("/assets/batch_scorecard", ["grid.png", "usage_valid_scored", "[Show Markdown]"], []),
+        ("/assets/batch_scorecard", ["grid.png", "usage_valid_scored", "[Show Markdown]", "pass_rates", "wilson_95",
+                                     "[0.000, "], []),
         ("/automation", ["baseline_schedule", "usage_schedule", "batch_reports_schedule", "synthesis_schedule"], []),
     ]
 
@@ -117,6 +123,7 @@ def main() -> int:
         for path, wanted, unwanted in checks:
             shot = args.out / (path.strip("/").replace("/", "_").replace("?", "_").replace("=", "-") + ".png")
             dom, elapsed = _render(browser, f"http://127.0.0.1:{port}{path}", shot)
+            shot.with_suffix(".html").write_text(dom)  # what was searched, to read when a page fails
             missing = [w for w in wanted if w not in dom]
             present = [u for u in unwanted if u in dom]
             ok = not missing and not present

@@ -665,12 +665,30 @@ def import_runs_cmd(source: Path, if_missing: bool) -> None:
             _input_error(f"{str(exc).replace(unpacked, f'{archive_path}:')}; nothing was imported")
     with store.connect() as con, heartbeat(err.print, lambda s: f"  ... building the SQL models: {s:.0f}s elapsed"):
         materialize_models(con)  # every table current after rows changed
+    _record_imported_scorecards(store, summary.run_ids)
     out.print(f"imported {summary.runs} runs ({summary.trials} trials, {summary.files_written} files written) "
               f"into {runs_dir()} and {database_path()}")
     for skipped in summary.errors:
         err.print(f"[red]skipped[/] {skipped.path}: {skipped.message}")
     if summary.errors:
         sys.exit(1)
+
+
+def _record_imported_scorecards(store: TrialStore, run_ids: list[str]) -> None:
+    """The imported batch dates' scorecard partitions, materialized in the project's instance (not missing in the
+    UI forever: no Dagster run will ever write them)."""
+    from mcp_evals_pipeline.dagster_instance import open_instance
+    from mcp_evals_pipeline.defs.reports.imported import record_imported_scorecards
+
+    try:
+        with open_instance() as instance:
+            dates = record_imported_scorecards(instance, store, runs_dir(), run_ids)
+    except Exception as exc:  # the runs are imported all the same: only the UI's view of them is missing
+        err.print(f"[yellow]warning:[/] the imported scorecards were not recorded in the Dagster instance "
+                  f"({type(exc).__name__}: {exc})")
+        return
+    if dates:
+        out.print(f"import-runs: the scorecards of {len(dates)} imported batch date(s) are materialized in the UI")
 
 
 @main.command("report")

@@ -52,6 +52,9 @@ DAGSTER_YAML = """\
 # Written by mcp-evals on first use; edit freely.
 telemetry:
   enabled: false
+nux:
+  # The webserver's first-visit community modal: off, it stands between a user and the runs they came to read.
+  enabled: false
 concurrency:
   pools:
     # Trials (pool "sandbox") running at once; servers bind free ports, so trials can run side by side.

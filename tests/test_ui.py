@@ -60,8 +60,8 @@ def test_dg_checks_and_lists_the_definitions() -> None:
                                                   "synthesis_job"}
     assert {s["name"] for s in found["schedules"]} == {"baseline_schedule", "usage_schedule", "batch_reports_schedule",
                                                        "trial_checks_schedule", "synthesis_schedule"}
-    assert {c["name"] for c in found["asset_checks"]} == {"trial_rows_are_current", "pass_rate_above_floor",
-                                                          "usage_within_floor_and_ceiling"}
+    assert {c["name"] for c in found["asset_checks"]} == {"trial_rows_are_current", "trial_outcome",
+                                                          "pass_rate_above_floor", "usage_within_floor_and_ceiling"}
     assert {"task_catalog", "trial", "pass_rate", "batch_scorecard"} <= {a["asset_key"] for a in found["assets"]}
 
 
@@ -93,8 +93,18 @@ def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp
                                "assetChecksOrError { ... on AssetChecks { checks { name "
                                "executionForLatestMaterialization { status } } } } } } }")
         checks = check["assetNodeOrError"]["assetChecksOrError"]["checks"]
-        assert [(c["name"], (c["executionForLatestMaterialization"] or {}).get("status")) for c in checks] == [
-            ("trial_rows_are_current", "SUCCEEDED")]
+        assert {c["name"]: (c["executionForLatestMaterialization"] or {}).get("status") for c in checks} == {
+            "trial_rows_are_current": "SUCCEEDED", "trial_outcome": "FAILED"}  # t1 replays an unsafe session
+        # What the check's partition view (AssetCheckPartitionHealthQuery) draws: the failed trial partition
+        outcome = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["trial"]}) { ... on AssetNode { '
+                                 'assetCheckOrError(checkName: "trial_outcome") { ... on AssetCheck { '
+                                 "partitionStatuses { ... on AssetCheckMultiPartitionStatuses { ranges { "
+                                 "primaryDimStartKey primaryDimEndKey secondaryDim { "
+                                 "... on AssetCheckDefaultPartitionStatuses { succeededPartitions failedPartitions } "
+                                 "} } } } } } } } }")
+        ranges = outcome["assetNodeOrError"]["assetCheckOrError"]["partitionStatuses"]["ranges"]
+        assert [(r["primaryDimStartKey"], r["primaryDimEndKey"], r["secondaryDim"]) for r in ranges] == [
+            (BATCH, BATCH, {"succeededPartitions": [], "failedPartitions": [f"{CASE}--bare--t1"]})]
 
         trial = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["trial"]}) { ... on AssetNode { '
                                "partitionKeysByDimension { name partitionKeys } } } }")
@@ -105,12 +115,19 @@ def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp
         scorecard = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["batch_scorecard"]}) { ... on AssetNode { '
                                    "assetMaterializations(limit: 1) { partition metadataEntries { label "
                                    "__typename ... on MarkdownMetadataEntry { mdStr } "
+                                   "... on TableMetadataEntry { table { records } } "
                                    "... on IntMetadataEntry { intValue } } } } } }")
         (materialization,) = scorecard["assetNodeOrError"]["assetMaterializations"]
         entries = {e["label"]: e for e in materialization["metadataEntries"]}
         assert materialization["partition"] == BATCH
         # The usage batch's own figures, apart from the build ones (never summed)
         assert entries["usage_valid_scored"]["intValue"] == 1 and entries["valid_scored"]["intValue"] == 0
+        # The rate with its interval per suite x condition, and the report's body, as the UI renders them
+        assert entries["pass_rates"]["__typename"] == "TableMetadataEntry"
+        (rate,) = [json.loads(r) for r in entries["pass_rates"]["table"]["records"]]
+        assert (rate["kind"], rate["condition"], rate["valid_scored"]) == ("usage", "bare", 1)
+        assert rate["wilson_95"].startswith("[0.000, ")  # 0 of 1 passed (the session is unsafe)
+        assert any(label.startswith("report: ") and e["mdStr"].startswith("#") for label, e in entries.items())
         # A usage batch has no build trend; its task x trial grid is inline, and its file is path metadata.
         assert entries["grid"]["mdStr"].startswith("![grid](data:image/png;base64,") and "trend" not in entries
         assert any(label.endswith("grid.png") and e["__typename"] == "PathMetadataEntry"

@@ -10,6 +10,7 @@ import duckdb
 from mcp_evals_pipeline.batch_calendar import FIRST_BATCH, TIMEZONE
 from mcp_evals_pipeline.defs.models.assets import MODELS
 from mcp_evals_pipeline.defs.partitions import batch_date_partitions
+from mcp_evals_pipeline.defs.reports.rates import rates_table, suite_rates
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.reporting.markdown import md_code
@@ -55,7 +56,10 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
     usage = store.query(
         "SELECT sum(passed)::INT AS passed, sum(unsafe)::INT AS unsafe, sum(valid_scored)::INT AS valid "
         "FROM usage_rates WHERE condition = '*' AND batch_date = ?::DATE", [batch_date])[0]
+    with store.connect() as con:
+        rates = suite_rates(con, batch_date)
     return dg.MaterializeResult(metadata={
+        "pass_rates": rates_table(rates),
         "runs": len(written),
         "reports": dg.MetadataValue.md("\n".join(f"- {md_code(p)}" for p in written) or "none"),
         "broken_runs": dg.MetadataValue.text("\n".join(broken) or "none"),
@@ -66,6 +70,8 @@ def batch_scorecard(context: dg.AssetExecutionContext, eval_store: EvalStore) ->
         "usage_valid_scored": usage["valid"] or 0,
         **_inline_picture(written),
         **pictures,
+        # The report itself, readable in the UI (its pictures are inline above: the UI cannot read the files).
+        **{f"report: {Path(p).parent.name}": dg.MetadataValue.md(Path(p).read_text()) for p in written},
     })
 
 

@@ -1,5 +1,8 @@
 """The task catalog: every task and its promptHash, the root of the lineage graph."""
 
+import hashlib
+import json
+
 import dagster as dg
 
 from mcp_evals_pipeline.defs.partitions import TRIALS_PER_CELL, catalog_trial_keys, register_trial_keys
@@ -25,13 +28,24 @@ def task_catalog(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     keys = catalog_trial_keys(tasks)
     added = register_trial_keys(context.instance, keys)
     context.log.info(f"{len(tasks)} tasks, {len(keys)} trial partitions ({len(added)} new)")
+    hashes = {t.id: t.prompt_hash for t in tasks}
     return dg.MaterializeResult(
+        # What the trials read of the catalog, as its data version: an unchanged catalog keeps its version, so
+        # materializing it again (every batch does) leaves the trials synced; without one, Dagster versions each
+        # materialization by its event and marks every trial materialized before it "Unsynced".
+        data_version=catalog_version(hashes),
         metadata={
             "task_count": len(tasks),
             "trial_partitions": len(keys),
             "grader_version": GRADER_VERSION,
-            "prompt_hashes": dg.MetadataValue.json({t.id: t.prompt_hash for t in tasks}),
+            "prompt_hashes": dg.MetadataValue.json(hashes),
         }
     )
+
+
+def catalog_version(prompt_hashes: dict[str, str]) -> dg.DataVersion:
+    """The tasks' ids and promptHashes and the grader version, hashed: what a trial's result depends on."""
+    body = json.dumps({"grader": GRADER_VERSION, "tasks": prompt_hashes}, sort_keys=True)
+    return dg.DataVersion(hashlib.sha256(body.encode()).hexdigest()[:16])
 
 

@@ -20,11 +20,26 @@ from pydantic import Field, field_validator
 from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agent_entry, agents_help
 from mcp_evals_pipeline.defs.partitions import trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
+from mcp_evals_pipeline.defs.trials.outcome import (
+    OUTCOME_TAG,
+    checks_table,
+    file_paths,
+    outcome_check,
+    outcome_check_spec,
+    outcome_of,
+)
 from mcp_evals_pipeline.models import agent_label
 from mcp_evals_pipeline.sandbox.choice import choose_backend
 from mcp_evals_pipeline.store import slot_of
 from mcp_evals_pipeline.trial_options import TrialOptions
-from mcp_evals_pipeline.trials import RecordNotIndexed, TrialSpec, parse_trial_key, reindex_recorded, run_trial
+from mcp_evals_pipeline.trials import (
+    RecordNotIndexed,
+    TrialSpec,
+    parse_trial_key,
+    reindex_recorded,
+    run_trial,
+    trial_dir_for,
+)
 
 
 class TrialConfig(dg.Config, TrialOptions):
@@ -56,6 +71,7 @@ class TrialConfig(dg.Config, TrialOptions):
     partitions_def=trial_partitions,
     deps=["task_catalog"],
     pool="sandbox",
+    check_specs=[outcome_check_spec],
     group_name="trials",
     kinds={"python", "duckdb"},
     description=(
@@ -92,7 +108,7 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
         wait = config.backoff_s(retry_number)
         context.log.warning(f"{trial_name}: {exc}; retry {retry_number + 1}/{config.max_retries} in {wait:g}s")
         raise dg.RetryRequested(max_retries=config.max_retries, seconds_to_wait=wait) from exc
-    outcome = "pass" if record.grade.contract_pass else ("invalid" if not record.valid else "fail")
+    outcome = outcome_of(record)
     context.log.info(f"{trial_name} on {batch_date}: {outcome} {record.grade.failure_code or ''} "
                      f"(attempt {record.attempt}, dagster retry {retry_number})")
     retry, why = record.retry_verdict()
@@ -102,7 +118,7 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
                             f"retry {retry_number + 1}/{config.max_retries} in {wait:g}s")
         raise dg.RetryRequested(max_retries=config.max_retries, seconds_to_wait=wait)
     first = record.grade.first_failure
-    return dg.MaterializeResult(metadata={
+    return dg.MaterializeResult(tags={OUTCOME_TAG: outcome}, check_results=[outcome_check(record)], metadata={
         "outcome": outcome,
         "passed": int(record.grade.contract_pass),
         "valid": record.valid,
@@ -120,4 +136,6 @@ def trial(context: dg.AssetExecutionContext, config: TrialConfig, eval_store: Ev
         "duration_ms": record.perf.duration_ms or 0,
         "grader_version": record.grader_version or "",
         "isolation": record.isolation or f"{record.sandbox or '?'}: no box was made",
+        "checks": checks_table(record),
+        **file_paths(record, trial_dir_for(spec, results_root)),
     })
