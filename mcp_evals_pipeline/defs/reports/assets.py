@@ -147,5 +147,8 @@ def weekly_synthesis(context: dg.AssetExecutionContext, eval_store: EvalStore) -
         "valid_scored": head.total,
         "invalid": result.stats.invalid,
         "suspect_tasks": ", ".join(s.task for s in result.stats.suspects) or "none",
-        "model": result.model_error or result.model,
+        "notes": "\n".join(result.stats.notes) or "none",  # what the figures leave out (recorded sessions), pool
+        # the model that wrote the analysis; else why none did (no key, an error, nothing failing to synthesize)
+        "model": result.model_error or (result.model if result.model_text else "not called: no failing trial in "
+                                        "the window's figures"),
     })
