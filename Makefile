@@ -36,11 +36,11 @@ run: $(STAMP)
 # with DOCKER_HOST and MCP_EVALS_DOCKER_IMAGE set, and stops the engine it started. Elsewhere pytest runs as it is
 # and the docker tests skip, saying why.
 # Three pytest-xdist workers on 2 cores: the suite mostly waits (servers starting, agents' sessions, boxes); with two
-# the cores were busy about half the time. The tests of the one test engine share a worker (tests/conftest.py).
+# the cores were busy about half the time. The tests of the one test engine take turns (a lock: tests/conftest.py).
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pylint --score=n mcp_evals_pipeline
-	scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 3 --dist loadgroup --durations=30
+	scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 3 --durations=30
 
 # A developer machine's engine and images, left running (DOCKER_HOST is printed): `make docker-down` stops it.
 docker-up:

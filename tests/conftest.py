@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -100,9 +101,20 @@ def docker_leftovers(prefix: str = "mcp-evals-") -> list[str]:
             if c.name.startswith(prefix)]
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test` runs three workers), every test touching the one test engine runs on the same
-    worker, one after another: a box's "no container left behind" check must not see another test's live one."""
-    for item in items:
-        if "docker" in item.nodeid.lower():
-            item.add_marker(pytest.mark.xdist_group("docker"))
+@pytest.fixture(autouse=True)
+def _one_engine_test_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under pytest-xdist (`make test` runs three workers), every test touching the one test engine holds one lock
+    for its whole run: a box's "no container left behind" check must not see another test's live one. (A lock, not
+    `--dist loadgroup`'s xdist_group: under pytest 9 that marker no longer keeps a group on one worker.)"""
+    if "docker" not in request.node.nodeid.lower():
+        yield
+        return
+    import fcntl
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / f"mcp-evals-engine-tests-{os.getuid()}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -112,7 +112,7 @@ def test_synthesis_and_compare_tables_quote_stored_text_inert() -> None:
     rows = _table(["check", "example details"], [["call:echo:1", ATTACK]])
     assert not _active("\n".join(rows))
     _table_rows_are_whole("\n".join(rows))
-    from mcp_evals_pipeline.reporting.compare import Cell, Comparison, Flip, Side, TrialChange, render
+    from mcp_evals_pipeline.reporting.compare import Cell, Comparison, Flip, Lack, Side, TrialChange, render
 
     failing = f"call:echo:1 {ATTACK}"  # a failing check as an imported run.json may carry it
     comparison = Comparison(
@@ -120,7 +120,8 @@ def test_synthesis_and_compare_tables_quote_stored_text_inert() -> None:
         flips=[Flip(("build", "t|x", "noskill+blank", "replay"), Cell(valid=1, failing=[failing]), Cell(valid=1,
                                                                                                       passes=1))],
         trial_changes=[TrialChange(("build", "t", "noskill+blank", 1, "replay"), f"fail: {ATTACK}", "pass")],
-        new_codes={f"contract.{ATTACK}": 1}, fixed_codes={}, unpaired=[], invalid=(0, 0), graders=("1", "2"))
+        new_codes={f"contract.{ATTACK}": 1}, fixed_codes={}, unpaired=[], invalid=(0, 0), graders=("1", "2"),
+        lacks=[Lack("a", ("build", "noskill+blank", ATTACK), 1, 1)])  # an agent name as a store may carry it
     text = render(comparison)
     assert not _active(text), _active(text)
     assert not any(line.startswith("# Owned") for line in text.splitlines())

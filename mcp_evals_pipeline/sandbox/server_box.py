@@ -467,8 +467,22 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
     name = _container(proc)
     if name is not None:
         _pids.pop(name, None)
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            subprocess.run([_cli(), *_host_args(), "rm", "--force", name],
-                           capture_output=True, timeout=60, check=False)
+        _remove_container(name)
     if net is not None:
         net.close()
+
+
+def _remove_container(name: str, settle_s: float = 2.0) -> None:
+    """`docker rm --force`. A CLI killed while its create request was in flight leaves the engine to create the
+    container a moment later, after a first rm found nothing: so while rm finds no such container, look again for
+    a few seconds (a loaded machine left such containers behind)."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            done = subprocess.run([_cli(), *_host_args(), "rm", "--force", name],
+                                  capture_output=True, text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        if done.returncode == 0 or "no such container" not in done.stderr.lower() or time.monotonic() > deadline:
+            return
+        time.sleep(0.5)
