@@ -57,7 +57,7 @@ from mcp_evals_pipeline.trials import (
     run_id_for,
     trial_key,
 )
-from mcp_evals_pipeline.verify import Gate, ProofScope, VerifyResult, gate_todo, verify_gate
+from mcp_evals_pipeline.verify import Gate, ProofScope, VerifyResult, verify_gate
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 # The console shows one line per trial; Dagster's own event log stays in the instance (and the UI).
@@ -135,14 +135,19 @@ def _prove(tasks: list[Task], scope: ProofScope, echo: Callable[[str], None]) ->
     """The gate before any agent runs, one progress line per graded solution (a first run grades for minutes). An
     agent that plays recorded sessions spends nothing, so its gate proves what they rest on (verify.replay_selection)
     in the tasks it runs; a live agent's proves every solution."""
-    todo, _, _ = gate_todo(tasks, scope)
-    total = sum(len(t.solutions) for t in todo)
-    if total and scope == "replay":
-        echo(f"verify-tasks: the agent plays recorded sessions (it spends nothing), so the gate proves what they rest "
-             f"on in {len(todo)} task(s): {total} solution(s), each build task's golden and each usage case's oracle "
-             f"and played sessions; a live agent's gate, and `mcp-evals verify-tasks`, prove every solution")
-    elif total:
-        echo(f"verify-tasks: proving {len(todo)} task(s) before any agent runs: {total} solution(s)")
+    total = 0
+
+    def start(todo: list[Task]) -> None:  # the gate's selection, known before anything is graded
+        nonlocal total
+        total = sum(len(t.solutions) for t in todo)
+        if total and scope == "replay":
+            echo(f"verify-tasks: the agent plays recorded sessions (it spends nothing), so the gate proves what they "
+                 f"rest on in {len(todo)} task(s): {total} solution(s), each build task's golden and each usage "
+                 f"case's oracle and played sessions; a live agent's gate, and `mcp-evals verify-tasks`, prove every "
+                 f"solution")
+        elif total:
+            echo(f"verify-tasks: proving {len(todo)} task(s) before any agent runs: {total} solution(s)")
+
     done = 0
 
     def status(elapsed: float) -> str:
@@ -157,7 +162,7 @@ def _prove(tasks: list[Task], scope: ProofScope, echo: Callable[[str], None]) ->
             echo(f"  [{done:>{len(str(total))}}/{total}] {'ok  ' if result.ok else 'FAIL'} {result.task_id} "
                  f"{result.solution.label} ({result.seconds:.1f}s; {beat.elapsed():.0f}s elapsed)")
 
-        return anyio.run(lambda: verify_gate(tasks, workers=3, scope=scope, on_result=progress))
+        return anyio.run(lambda: verify_gate(tasks, workers=3, scope=scope, on_start=start, on_result=progress))
 
 
 @dataclass(frozen=True)

@@ -290,7 +290,7 @@ class Gate:
         return [r for r in self.results if not r.ok]
 
 
-def gate_todo(tasks: list[Task], scope: ProofScope = "full") -> tuple[list[Task], dict[str, str], dict[str, str]]:
+def _gate_todo(tasks: list[Task], scope: ProofScope = "full") -> tuple[list[Task], dict[str, str], dict[str, str]]:
     """What a gate of this scope grades (the tasks whose proof no longer holds, cut to replay_selection for a replay
     gate), the proofs it reuses (task id -> key) and every task's key as of now (a proof is kept under the key of
     the files it graded): known before anything is graded, so progress has its total."""
@@ -301,10 +301,13 @@ def gate_todo(tasks: list[Task], scope: ProofScope = "full") -> tuple[list[Task]
 
 
 async def verify_gate(tasks: list[Task], *, workers: int = 3, scope: ProofScope = "full",
+                      on_start: Callable[[list[Task]], None] | None = None,
                       on_result: Callable[[VerifyResult], None] | None = None) -> Gate:
     """verify-tasks for the tasks whose proof (of this scope, or a full one) no longer holds; the others' proofs
-    are reused."""
-    todo, reused, keys = gate_todo(tasks, scope)
+    are reused. `on_start` hears what will be graded before anything is."""
+    todo, reused, keys = _gate_todo(tasks, scope)
+    if on_start is not None:
+        on_start(todo)
     results = await verify_tasks(todo, workers=workers, on_result=on_result) if todo else []
     for task in todo:
         remember_proof(task, keys[task.id], [r for r in results if r.task_id == task.id], scope)
