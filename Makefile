@@ -15,20 +15,21 @@ $(STAMP): pyproject.toml uv.lock
 
 setup: $(STAMP)
 
-# The keyless default: the earlier harness's 259 real runs imported when the store lacks them (the real trend and
-# its suspect markers); the gate (each build task's golden, each usage case's oracle and played sessions: what the
-# recorded sessions rest on; proofs reused while nothing they rest on changed); the replay agent (recorded
-# sessions: they prove the harness, not the SDK) x every build task x two conditions x 2 trials, as Dagster runs in
-# the project-local instance, two at a time, then the SQL models and the scorecard; the same for the usage suite
-# (its baseline `bare`, 3 trials: each case's pass, miss and unsafe session); both land in one run (batch date x
-# replay). Last, where to look. Two build trials, not three: the recorded sessions are canned (t1 fails, t2 passes),
-# so a third adds nothing a newcomer learns, and a second `make run` stays within 3 minutes.
+# The keyless default, in minutes: the earlier harness's 259 real runs imported when the store lacks them (the real
+# trend and its suspect markers); the gate (each selected build task's golden, each usage case's oracle and played
+# sessions: what the recorded sessions rest on; proofs reused while nothing they rest on changed); the replay agent
+# (recorded sessions: they prove the harness, not the SDK) x the fast tier (`--tier pr`: five assignments in both
+# SDKs' suites, so the SDK comparison has pairs, and the usage cases marked pr) as Dagster runs in the project-local
+# instance, two at a time, then the SQL models and the scorecard; both batches land in one run (batch date x replay).
+# Last, where to look. One condition, two build trials: the replay agent plays the same recordings under every
+# condition (a second one shows nothing new), and the recordings are canned (t1 fails, t2 passes). Usage: 3 trials,
+# each case's pass, miss and unsafe session. Every task x condition: `mcp-evals eval --agent replay --trials 2`.
 run: $(STAMP)
 	scripts/install_boxes.sh
 	$(VENV)/bin/mcp-evals preflight
 	$(VENV)/bin/mcp-evals import-runs --if-missing tests/fixtures/legacy_runs.tar.xz
-	$(VENV)/bin/mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 2 --parallel 2
-	$(VENV)/bin/mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3 --parallel 2
+	$(VENV)/bin/mcp-evals eval --agent replay --suite mcp-use --suite mcp-python --tier pr --condition noskill+blank --trials 2 --parallel 2
+	$(VENV)/bin/mcp-evals eval --suite ops-platform --agent replay --tier pr --condition bare --trials 3 --parallel 2
 	$(VENV)/bin/mcp-evals overview
 
 # The docker tests need an engine: scripts/docker_engine.sh starts the project's own (as root, from Debian's

@@ -382,8 +382,9 @@ def preflight_cmd() -> None:
               help="Skip trials whose current attempt is valid for the same task prompt, grader version, agent, "
                    "model and condition (e.g. after a crashed batch); the others run.")
 @click.option("--tier", type=click.Choice(["pr", "full"]), default=None,
-              help="Only usage cases of this tier (of the selection, or of every usage suite): pr = the fast subset "
-                   "a pull request runs, full = every case.")
+              help="Only tasks of this tier (of the selection; without one, every usage suite's cases): pr = the "
+                   "fast subset a pull request runs (usage cases marked pr, the build tasks of a suite's `pr` list), "
+                   "full = every task.")
 @click.option("--timeout-min", type=click.FloatRange(1, 600), default=None,
               help="The agent's wall-clock budget per trial, in minutes (default 20).")
 @click.option("--min-pass-rate", type=click.FloatRange(0, 100), default=None,

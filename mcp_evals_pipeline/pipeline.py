@@ -74,7 +74,7 @@ class BatchRequest(TrialOptions):
     verify: bool = True
     parallel: int = 1  # trial runs at once
     resume: bool = False  # skip trials whose current attempt is valid for the same spec
-    tier: Tier | None = None  # only the usage cases of this tier (of the selection, or of every task)
+    tier: Tier | None = None  # only the tasks of this tier (of the selection, or of every usage case)
 
 
 def _trial_keys(tasks: list[Task], conditions: list[str], trials: int) -> list[str]:
@@ -192,7 +192,7 @@ def check_request(request: BatchRequest) -> CheckedBatch:
     if request.tier is not None:
         tasks = [t for t in tasks if in_tier(t, request.tier)]
         if not tasks:
-            raise ValueError(f"no usage case of the selection is in tier {request.tier!r}")
+            raise ValueError(f"no task of the selection is in tier {request.tier!r}")
     keys = _trial_keys(tasks, request.conditions, request.trials)
     entry = agent_entry(request.agent)  # UnknownRunner (a ValueError) naming the registered agents
     model = request.model or entry.pin.model

@@ -118,3 +118,10 @@ def _one_engine_test_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def no_tsc_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every typecheck really runs a compiler: for the tests of the compilers themselves (grader/tsc_cache.py would
+    otherwise answer a workspace another test already typechecked)."""
+    monkeypatch.setenv("MCP_EVALS_TSC_CACHE", "0")

@@ -25,6 +25,8 @@ from mcp_evals_pipeline.tasks.catalog import parse_contract
 from .conftest import TASKS, write_tree
 from .support.processes import running_under
 
+pytestmark = pytest.mark.usefixtures("no_tsc_cache")  # these test the compilers, not the cache
+
 TOOL_TASK = TASKS / "v5-01-basic-tool-server"
 QUEUE_TASK = TASKS / "v5-02-stateful-ticket-queue"
 LEGACY_TASKS = Path(__file__).resolve().parent / "fixtures" / "legacy_tasks"

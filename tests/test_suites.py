@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +20,7 @@ from mcp_evals_pipeline.reporting.scorecard import render_report
 from mcp_evals_pipeline.runs import write_run_file
 from mcp_evals_pipeline.sql_models import materialize_models
 from mcp_evals_pipeline.store import TrialStore
+from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier
 from mcp_evals_pipeline.tasks.suites import SuiteError, expand_selection, get_suite, load_suites, suite_of
 from mcp_evals_pipeline.trials import TrialSpec, run_trial
 
@@ -59,6 +61,24 @@ def test_suite_selection_and_membership() -> None:
     assert suite_of("v2-01-basic-tool-server", "cc0f215b3435", TASKS) == "mcp-use"
     assert suite_of("v2-01-basic-tool-server", python_v2_01, TASKS) == "mcp-python"
     assert suite_of("v5-01-basic-tool-server", None, TASKS) == "mcp-use"
+
+
+def test_the_pr_tier_of_the_build_suites_pairs_the_sdks_and_names_only_their_tasks(tmp_path: Path) -> None:
+    """`eval --tier pr` (make run's build batch) takes the build tasks the suites list under `pr`: the same
+    assignments (slugs) in both SDKs' suites, so the SDK comparison has pairs; a list naming a task the suite lacks
+    is refused."""
+    suites = load_suites(TASKS)
+    slug = {task: re.sub(r"^(py-)?v[0-9]+-[0-9]+-", "", task)  # as sdk_comparison.sql names the assignment
+            for suite in suites.values() for task in suite.tasks}
+    use, python = suites["mcp-use"].pr, suites["mcp-python"].pr
+    assert use and sorted(slug[t] for t in use) == sorted(slug[t] for t in python)
+    tasks = {t.id: t for t in discover_tasks(TASKS)[0]}
+    assert sorted(t for t in tasks if tasks[t].kind == "build" and in_tier(tasks[t], "pr")) == sorted(use + python)
+    assert all(in_tier(t, "full") for t in tasks.values())
+    spec = {"title": "t", "sdkPackage": "p", "registry": "npm", "tasks": ["a"], "pr": ["b"]}
+    (tmp_path / "suites.json").write_text(json.dumps({"one": spec}))
+    with pytest.raises(SuiteError, match="pr names b, which are not in tasks"):
+        load_suites(tmp_path)
 
 
 def test_a_suite_file_putting_a_task_in_two_suites_is_refused(tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ from mcp_evals_pipeline.grader.scratch import workdir_for
 
 from .conftest import REPO, TASKS, write_tree
 
+pytestmark = pytest.mark.usefixtures("no_tsc_cache")  # these test the compilers, not the cache
+
 RUNTIME = runtime_for("node")
 INVITED = {
     "src/server.ts": """

@@ -19,6 +19,8 @@ from mcp_evals_pipeline.node_toolchain import ensure_toolchain
 
 from .conftest import TASKS, write_tree
 
+pytestmark = pytest.mark.usefixtures("no_tsc_cache")  # these test the compilers, not the cache
+
 TOOL_TASK = TASKS / "v5-01-basic-tool-server"
 RUNTIME = runtime_for("node")
 NO_DEPENDENCIES = {"package.json": '{"name": "fixture", "private": true, "type": "module"}\n'}

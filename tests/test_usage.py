@@ -216,8 +216,9 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
     Both land in one run; its scorecard has the build figures and the usage section, whose per-case pass / miss /
     unsafe counts are the trial rows'."""
     recipe = (REPO / "Makefile").read_text().split("\nrun: ")[1].split("\n\n")[0]
-    assert "mcp-evals eval --agent replay --condition noskill+blank --condition skill+blank --trials 2" in recipe
-    assert "mcp-evals eval --suite ops-platform --agent replay --condition bare --trials 3" in recipe
+    assert ("mcp-evals eval --agent replay --suite mcp-use --suite mcp-python --tier pr --condition noskill+blank "
+            "--trials 2") in recipe
+    assert "mcp-evals eval --suite ops-platform --agent replay --tier pr --condition bare --trials 3" in recipe
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     cases = [BY_NAME, BY_ID]  # two of the sixteen, to keep the test short
     said: list[str] = []
@@ -265,8 +266,8 @@ def test_every_case_has_a_tier_and_the_pr_tier_is_a_fast_subset(tmp_path: Path) 
         outcome = run_batch(BatchRequest(agent="replay", tier="pr", conditions=["bare"], trials=1,
                                          batch_date="2026-11-25", verify=False), instance, lambda _: None, store)
         assert outcome.failed_runs == 0
-        with pytest.raises(ValueError, match="no usage case of the selection is in tier 'pr'"):
-            run_batch(BatchRequest(agent="replay", tier="pr", task_ids=["py-v4-01-basic-tool-server"],
+        with pytest.raises(ValueError, match="no task of the selection is in tier 'pr'"):
+            run_batch(BatchRequest(agent="replay", tier="pr", task_ids=["py-v5-14-open-ended-notes-app"],
                                    verify=False, batch_date="2026-11-25"), instance, lambda _: None, store)
     with duckdb.connect(store.database, read_only=True) as con:
         ran = [row[0] for row in con.execute("SELECT task FROM trials ORDER BY task").fetchall()]

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_evals_pipeline import build_cache
-from mcp_evals_pipeline.grader import source, tsc_workers
+from mcp_evals_pipeline.grader import source, tsc_cache, tsc_workers
 from mcp_evals_pipeline.grader.boxes import StepBox
 from mcp_evals_pipeline.grader.install_failure import install_timeout_s, judge, note, npm_registry
 from mcp_evals_pipeline.grader.python_env import InstallError
@@ -335,6 +335,15 @@ def _at_least(version: str | None, wanted: tuple[int, int]) -> bool:
     return bool(match) and (int(match[1]), int(match[2])) >= wanted
 
 
+CACHED_TYPECHECK = "the remembered result (same files, config, compiler and node_modules set) of: "
+_UNFINISHED = ("tsc did not finish within ", "tsc exited ")
+
+
+def tsc_finished(problems: list[str]) -> bool:
+    """Whether tsc ran to its end (diagnostics, or none), not past the timeout or into a crash."""
+    return not any(p.startswith(_UNFINISHED) for p in problems)
+
+
 def tsc_problems(output: str, returncode: int | None, ignore: set[str] | None = None) -> list[str]:
     """What a tsc run (one-shot or a worker's) says is wrong; returncode None: it ran past the timeout."""
     if returncode is None:
@@ -416,18 +425,29 @@ class NodeRuntime(Runtime):
             """tsc over `config`: the workspace's own TypeScript (`own`) or the grader's."""
             nonlocal box
             tsc = workdir / "node_modules" / declared_tsc if own else toolchain.tsc
-            # A shared set can have a long-lived compiler (tsc_workers.py); a private install is checked one-shot.
+            # Over a shared set the answer is remembered by what tsc reads (tsc_cache.py) and a long-lived compiler
+            # can check it (tsc_workers.py); a private install is checked one-shot, every time.
+            compiler = f"{config.name}\0" + (f"own {own_version}" if own else f"toolchain {toolchain.root}")
+            remembered = tsc_cache.key_for(workdir, compiler, installation.node_modules) \
+                if installation.ro_binds else None
+            if (hit := tsc_cache.lookup(remembered)) is not None:
+                work.isolation["typecheck"] = f"{CACHED_TYPECHECK}{hit[1]}"
+                return hit[0]
             key = (tsc_workers.WorkerKey(installation.node_modules, "own" if own else "toolchain", toolchain.root)
                    if installation.ro_binds else None)
             if key is not None and (answer := tsc_workers.check(key, toolchain, workdir, config,
                                                                 TYPECHECK_TIMEOUT_S)):
                 work.isolation["typecheck"] = answer[1]
-                return tsc_problems(answer[0].output, answer[0].exit_code)
-            if box is None:
-                box = StepBox(work.scratch, net="none", ro_paths=[toolchain.root], ro_binds=installation.ro_binds)
-                work.isolation["typecheck"] = box.description
-            return run_tsc(box, toolchain, tsc, workdir, config, work.scratch,
-                           ts_version=own_version if own else None)
+                problems = tsc_problems(answer[0].output, answer[0].exit_code)
+            else:
+                if box is None:
+                    box = StepBox(work.scratch, net="none", ro_paths=[toolchain.root],
+                                  ro_binds=installation.ro_binds)
+                    work.isolation["typecheck"] = box.description
+                problems = run_tsc(box, toolchain, tsc, workdir, config, work.scratch,
+                                   ts_version=own_version if own else None)
+            tsc_cache.remember(remembered, problems, work.isolation["typecheck"], complete=tsc_finished(problems))
+            return problems
 
         try:
             if (workdir / "tsconfig.json").is_file():

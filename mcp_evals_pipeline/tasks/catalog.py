@@ -294,7 +294,12 @@ Tier = Literal["pr", "full"]
 
 
 def in_tier(task: Task, tier: Tier) -> bool:
-    """Whether a usage case runs in `tier`: `pr` is the fast subset a pull request runs (cases marked pr), `full`
-    is every case. Tiers are the usage cases'; a build task is in none."""
-    contract = task.contract
-    return getattr(contract, "kind", None) == "usage" and (tier == "full" or getattr(contract, "tier", None) == "pr")
+    """Whether a task runs in `tier`: `full` is every task, `pr` the fast subset a pull request (and `make run`)
+    runs: the usage cases marked pr in their task.json and the build tasks their suite lists under `pr`."""
+    if tier == "full":
+        return True
+    if getattr(task.contract, "kind", None) == "usage":
+        return getattr(task.contract, "tier", None) == "pr"
+    from mcp_evals_pipeline.tasks.suites import load_suites  # suites.py reads the catalog's ids
+
+    return any(task.id in suite.pr for suite in load_suites().values())

@@ -32,6 +32,9 @@ class Suite(ContractModel):
     tasks: list[str] = Field(min_length=1)
     # The tasks of the scheduled baseline batch (default: all of them).
     baseline: list[str] | None = None
+    # The build tasks of the fast tier (`eval --tier pr`: what a pull request and `make run` grade); a usage case
+    # carries its tier in its task.json.
+    pr: list[str] = Field(default_factory=list)
     retired: list[str] = Field(default_factory=list)
     # A usage suite's docs pack (a Markdown file, or a folder of them, relative to the repository): what the
     # `docs` condition gives the agent besides the server's tools.
@@ -43,9 +46,10 @@ class Suite(ContractModel):
             raise ValueError(f"docsPack {self.docs_pack!r} must be relative to the repository, inside it")
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError("tasks lists an id twice")
-        extra = [t for t in self.baseline or [] if t not in self.tasks]
-        if extra:
-            raise ValueError(f"baseline names {', '.join(extra)}, which are not in tasks")
+        for field, listed in (("baseline", self.baseline or []), ("pr", self.pr)):
+            extra = [t for t in listed if t not in self.tasks]
+            if extra:
+                raise ValueError(f"{field} names {', '.join(extra)}, which are not in tasks")
         reused = sorted(set(self.retired) & set(self.tasks))
         if reused:
             raise ValueError(f"{', '.join(reused)} is both a task and retired")

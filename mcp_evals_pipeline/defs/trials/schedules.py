@@ -12,7 +12,7 @@ from mcp_evals_pipeline.conditions import BASELINE, USAGE_CONDITIONS, Condition
 from mcp_evals_pipeline.defs.partitions import TRIALS_PER_CELL, multi_key, register_trial_keys, tick_date
 from mcp_evals_pipeline.defs.trials.jobs import trials_job
 from mcp_evals_pipeline.kinds import kind_of
-from mcp_evals_pipeline.tasks.catalog import discover_tasks, in_tier
+from mcp_evals_pipeline.tasks.catalog import discover_tasks
 from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.trials import trial_key
 
@@ -57,7 +57,7 @@ def usage_run_requests(batch_date: str) -> list[dg.RunRequest]:
     x 3 trials, agent codex."""
     cells = []
     for task in discover_tasks()[0]:
-        if in_tier(task, "full"):
+        if task.kind == "usage":
             kind = kind_of(task.kind)
             cells += [(task.id, c) for c in USAGE_CONDITIONS
                       if kind.condition_problem(task, Condition.parse(c)) is None]
