@@ -193,6 +193,21 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
         sys.exit(1)
 
 
+@main.command("serve")
+@click.option("--http", "use_http", is_flag=True,
+              help="Streamable HTTP on 127.0.0.1 (bearer token: MCP_EVALS_SERVE_TOKEN, else printed to stderr) "
+                   "instead of stdio.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8719, show_default=True, help="With --http.")
+def serve_cmd(use_http: bool, port: int) -> None:
+    """Our MCP server: author tasks through the grader's gate (drafts, run_check, submit_draft). docs/serve.md."""
+    from mcp_evals_pipeline.serve.server import run_http, run_stdio
+
+    if use_http:
+        run_http(port)
+    else:
+        run_stdio()
+
+
 @main.command("list-tasks")
 def list_tasks() -> None:
     """Every task with its promptHash and whether the lock agrees."""
