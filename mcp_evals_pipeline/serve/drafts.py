@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
 from mcp_evals_pipeline.contracts.task import TaskContract
@@ -33,8 +34,9 @@ MAX_FILE_BYTES = 512 * 1024
 MAX_PATH_PARTS = 16
 
 
-class DraftError(ValueError):
-    """Bad input about a draft, naming the draft, field path or file it is about (nothing was written)."""
+class DraftError(ToolError, ValueError):
+    """Bad input about a draft, naming the draft, field path or file it is about (nothing was written). A ToolError:
+    the SDK answers the caller with this message as a tool error result."""
 
 
 def check_draft_id(draft_id: object) -> str:
