@@ -43,12 +43,9 @@ PROMPT = ("# A tiny adding server\n\nBuild an MCP server in Python with the offi
 CONTRACT: dict[str, Any] = {
     "title": "Tiny adding server",
     "runtime": "python",
-    "requirements": [
-        {"id": "tool-named-add", "text": "the server exposes a tool named add"},
-        {"id": "add-returns-sum", "text": "add returns a + b"},
-    ],
+    "requirements": [{"id": "add-returns-sum", "text": "add returns a + b"}],
     "entryCandidates": ["server.py"],
-    "expectedTools": [{"name": "add", "requiredProps": ["a", "b"], "requirements": ["tool-named-add"]}],
+    "expectedTools": [{"name": "add", "requiredProps": ["a", "b"]}],
     "calls": [{"tool": "add", "args": {"a": 2, "b": 40}, "expect": {"type": "number-equals", "value": 41},
                "requirements": ["add-returns-sum"]}],
 }
@@ -91,8 +88,7 @@ def test_an_authoring_round_lands_a_task_that_verify_tasks_proves(serve_env: dic
     -> run_check -> submit: tasks/<id>/ written and locked, the draft gone, the id frozen; verify-tasks proves it."""
     tasks = Path(serve_env["MCP_EVALS_TASKS_DIR"])
     drafts = Path(serve_env["MCP_EVALS_RESULTS_DIR"]) / "drafts"
-    draft = {"prompt": PROMPT + "\nThe grader will call add(2, 40).\n", "contract": CONTRACT, "golden": GOLDEN,
-             "negatives": {"wrong-sum": _negative("contract.calls", "add-returns-sum", WRONG_SUM)}}
+    draft = {"prompt": PROMPT + "\nThe grader will call add(2, 40).\n", "contract": CONTRACT, "golden": GOLDEN}
 
     async def session() -> None:
         async with stdio_session(serve_env, tmp_path / "serve.log") as client:
@@ -110,7 +106,7 @@ def test_an_authoring_round_lands_a_task_that_verify_tasks_proves(serve_env: dic
             assert not is_error, text
             assert view["files"]["golden/server.py"] == GOLDEN["server.py"]
             assert any("announces what is tested" in p for p in view["problems"]), view["problems"]
-            assert any("tool-named-add: no negative violates it" in p for p in view["problems"])
+            assert any("add-returns-sum: no negative violates it" in p for p in view["problems"])
 
             for bad, said in (({"op": "set", "path": "files.golden/../../x.py", "value": "x"}, "'..'"),
                               ({"op": "set", "path": "files./etc/x.py", "value": "x"}, "must be relative"),
@@ -119,15 +115,13 @@ def test_an_authoring_round_lands_a_task_that_verify_tasks_proves(serve_env: dic
                 assert is_error and said in text, (bad, text)
             assert not (tmp_path / "x.py").exists() and not (drafts / "x.py").exists()
 
-            misnamed = {"server.py": GOLDEN["server.py"].replace("def add(", "def add_numbers("),
-                        "requirements.txt": GOLDEN["requirements.txt"]}
             is_error, view, text = await call(client, "revise_draft", draft_id="tiny-add", patch=[
                 {"op": "set", "path": "prompt", "value": PROMPT},
                 {"op": "set", "path": "contract.calls.0.expect.0.value", "value": 42},
-                {"op": "set", "path": "negatives.misnamed", "value": {
-                    "failureCode": "contract.tools", "why": "the tool is add_numbers", "violates": "tool-named-add"}},
-                *({"op": "set", "path": f"files.negatives/misnamed/{name}", "value": text}
-                  for name, text in misnamed.items()),
+                {"op": "set", "path": "negatives.wrong-sum", "value": {
+                    "failureCode": "contract.calls", "why": "subtracts", "violates": "add-returns-sum"}},
+                *({"op": "set", "path": f"files.negatives/wrong-sum/{name}", "value": text}
+                  for name, text in WRONG_SUM.items()),
             ])
             assert not is_error, text
             assert view["problems"] == [], view["problems"]
@@ -138,8 +132,7 @@ def test_an_authoring_round_lands_a_task_that_verify_tasks_proves(serve_env: dic
 
             is_error, outcome, text = await call(client, "submit_draft", draft_id="tiny-add")
             assert not is_error and outcome["submitted"] is True, text
-            assert sorted(g["solution"] for g in outcome["graded"]) == [
-                "golden:golden", "negative:misnamed", "negative:wrong-sum"]
+            assert sorted(g["solution"] for g in outcome["graded"]) == ["golden:golden", "negative:wrong-sum"]
             lock = json.loads((tasks / "prompt-hashes.lock.json").read_text())
             assert lock["tiny-add"] == outcome["promptHash"] and "py-v4-01-basic-tool-server" in lock
             assert not (drafts / "tiny-add").exists()
@@ -154,7 +147,7 @@ def test_an_authoring_round_lands_a_task_that_verify_tasks_proves(serve_env: dic
     done = subprocess.run([sys.executable, "-m", "mcp_evals_pipeline.cli", "verify-tasks", "--task", "tiny-add",
                            "--json"], env=serve_env, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert [r["ok"] for r in json.loads(done.stdout)["results"]] == [True, True, True]
+    assert [r["ok"] for r in json.loads(done.stdout)["results"]] == [True, True]
 
 
 @contextlib.contextmanager
@@ -183,7 +176,9 @@ def test_http_needs_the_token_and_a_refused_submit_gives_every_reason(serve_env:
     env = {**serve_env, "MCP_EVALS_SERVE_TOKEN": token}
     tasks = Path(env["MCP_EVALS_TASKS_DIR"])
     before = sorted(p.name for p in tasks.iterdir()), (tasks / "prompt-hashes.lock.json").read_text()
-    contract = {**CONTRACT, "calls": [{**CONTRACT["calls"][0], "expect": {"type": "number-equals", "value": 42}}]}
+    contract = {**CONTRACT, "calls": [{**CONTRACT["calls"][0], "expect": {"type": "number-equals", "value": 42}}],
+                "requirements": [*CONTRACT["requirements"], {"id": "tool-named-add", "text": "a tool named add"}],
+                "expectedTools": [{**CONTRACT["expectedTools"][0], "requirements": ["tool-named-add"]}]}
     syntax_error = {"server.py": "def add(a, b)\n    return a + b\n", "requirements.txt": "mcp>=2.3,<3\n"}
     draft = {"prompt": PROMPT + "\nThe grader will call add with two numbers.\n", "contract": contract,
              "golden": WRONG_SUM, "negatives": {
@@ -227,7 +222,8 @@ def test_a_draft_whose_build_reads_a_host_canary_leaks_nothing(serve_env: dict[s
     canary = REPO / f".hostprobe-serve-{token}"
     secret = f"HOSTPROBE-serve-{token}"
     canary.write_text(secret)
-    contract = {**CONTRACT, "buildCommand": ["cat", str(canary)]}
+    # It prints what it read and fails: a build box that let it read the canary would put it in the build's detail.
+    contract = {**CONTRACT, "buildCommand": ["sh", "-c", f"cat {canary}; exit 1"]}
     draft = {"prompt": PROMPT, "contract": contract, "golden": GOLDEN}
     answers: list[str] = []
 
