@@ -244,3 +244,76 @@ def test_a_draft_whose_build_reads_a_host_canary_leaks_nothing(serve_env: dict[s
     assert all(secret not in answer for answer in answers)
     assert '"failureCode": "contract.build"' in answers[1]  # the build ran, in its box, and could not read it
     assert '"submitted": false' in answers[2]
+
+
+def test_drafts_stay_inside_their_directory_and_patches_name_their_path(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process (no grading): patches set / append / unset and name the path they fail at; a negative's files
+    need its declaration; a symlink planted in a draft (the server never makes one) is never written through, read
+    through, graded or submitted; discard, list, the draft:// resource and the author_task prompt."""
+    from mcp_evals_pipeline.serve.server import build_server
+
+    monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tmp_path / "tasks"))
+    monkeypatch.setenv("MCP_EVALS_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.delenv("MCP_EVALS_DRAFTS_DIR", raising=False)
+    (tmp_path / "tasks").mkdir()
+    drafts = tmp_path / "results" / "drafts"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.txt"
+    secret.write_text("HOSTPROBE-outside")
+    draft = {"prompt": PROMPT, "contract": CONTRACT, "golden": GOLDEN}
+
+    async def session() -> None:
+        async with Client(build_server(), mode="legacy") as client:
+            assert not (await call(client, "create_draft", draft_id="d1", draft=draft))[0]
+            is_error, view, text = await call(client, "revise_draft", draft_id="d1", patch=[
+                {"op": "append", "path": "contract.calls", "value": {"tool": "add", "args": {"a": 1, "b": 1}}},
+                {"op": "unset", "path": "contract.calls.0.requirements"},
+                {"op": "set", "path": "contract.calls.1.args.b", "value": 2}])
+            assert not is_error, text
+            assert view["contract"]["calls"][1]["args"] == {"a": 1, "b": 2} and "requirements" not in \
+                view["contract"]["calls"][0]
+            assert any("add-returns-sum: no check names it" in p for p in view["problems"]), view["problems"]
+            for patch, said in (
+                    ({"op": "set", "path": "contract.calls.5.tool", "value": "x"}, "patch[0]: path 'contract.calls.5."
+                                                                                    "tool': contract.calls.5 is out"),
+                    ({"op": "set", "path": "title", "value": "x"}, "starts with prompt, contract"),
+                    ({"op": "unset", "path": "contract.entryCandidates"}, "contract.entryCandidates: Field required"),
+                    ({"op": "set", "path": "files.negatives/n1/server.py", "value": "x"}, "need its declaration"),
+                    ({"op": "set", "path": "files.negatives/n1/negative.json", "value": "{}"}, "declaration"),
+                    ({"op": "set", "path": "negatives.n1", "value": {"failureCode": "infra.x", "why": "w"}},
+                     "negatives.n1.failureCode: must be a contract.<stage> code")):
+                is_error, _, text = await call(client, "revise_draft", draft_id="d1", patch=[patch])
+                assert is_error and said in text, (patch, text)
+
+            (drafts / "d1" / "alternates").symlink_to(outside, target_is_directory=True)
+            (drafts / "d1" / "golden" / "leak.txt").symlink_to(secret)
+            is_error, _, text = await call(client, "revise_draft", draft_id="d1", patch=[
+                {"op": "set", "path": "files.alternates/x/server.py", "value": "x = 1\n"}])
+            assert is_error and "symlink" in text, text
+            assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+            for args in ({"path": "d1/alternates"}, {"path": "d1/golden"}, {"path": "../outside"},
+                         {"files": {"/abs.py": "x"}}, {"files": {"a/../../b.py": "x"}}):
+                is_error, _, text = await call(client, "run_check", draft_id="d1", **args)
+                assert is_error and ("symlink" in text or "relative" in text or "'..'" in text), (args, text)
+            is_error, view, text = await call(client, "get_draft", draft_id="d1")
+            assert not is_error and "HOSTPROBE" not in json.dumps(view), text
+            is_error, _, text = await call(client, "submit_draft", draft_id="d1")
+            assert is_error and "symlinks" in text and "HOSTPROBE" not in text, text
+            assert not any((tmp_path / "tasks").iterdir())
+
+            assert not (await call(client, "create_draft", draft_id="d2", draft=draft))[0]
+            listed = (await call(client, "list_drafts"))[1]["drafts"]
+            assert [(x["draftId"], x["title"]) for x in listed] == [("d1", "Tiny adding server"),
+                                                                    ("d2", "Tiny adding server")]
+            read = await client.read_resource("draft://d2")
+            assert json.loads(read.contents[0].text)["contract"]["title"] == "Tiny adding server"
+            prompt = await client.get_prompt("author_task", {"task_id": "my-task"})
+            assert "submit_draft" in prompt.messages[0].content.text and "my-task" in prompt.messages[0].content.text
+            assert (await call(client, "discard_draft", draft_id="d2"))[1] == {"draftId": "d2", "discarded": True}
+            is_error, _, text = await call(client, "get_draft", draft_id="d2")
+            assert is_error and "no draft 'd2'" in text, text
+            assert secret.read_text() == "HOSTPROBE-outside"
+
+    anyio.run(session)

@@ -8,7 +8,6 @@ names the field path or file.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -140,8 +139,8 @@ def list_drafts() -> DraftList:
     for draft_id in d.list_draft_ids():
         root = drafts_dir() / draft_id
         try:
-            title = json.loads((root / d.CONTRACT).read_text(encoding="utf-8")).get("title")
-        except (OSError, ValueError):
+            title = d.read_contract(root).get("title")
+        except (d.DraftError, AttributeError):
             title = None
         solutions = sum(1 for top in ("golden",) if (root / top).is_dir())
         solutions += sum(1 for top in d.NAMED_ROOTS if (root / top).is_dir() for p in (root / top).iterdir()
@@ -156,7 +155,7 @@ def _contract_for(draft_id: str | None, task_id: str | None) -> TaskContract:
         raise d.DraftError("give exactly one of draft_id (a draft's contract) or task_id (a task's)")
     if draft_id is not None:
         root = d.existing_draft(draft_id)
-        return d.validate_contract(json.loads((root / d.CONTRACT).read_text(encoding="utf-8")))
+        return d.validate_contract(d.read_contract(root))
     try:
         contract = get_task(str(task_id)).contract
     except TaskLoadError as exc:
@@ -184,6 +183,8 @@ def _fill_workspace(workspace: Path, files: dict[str, str] | None, path: str | N
         raise d.DraftError(f"path {path!r} holds symlinks ({', '.join(links)}), which a draft never does")
     shutil.copytree(source, workspace, symlinks=True, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns(NEGATIVE_DECLARATION, BLIND_NOTE))
+    if links := d.symlinks_in(workspace):  # one planted while it was copied
+        raise d.DraftError(f"path {path!r} holds symlinks ({', '.join(links)}), which a draft never does")
 
 
 async def run_check(draft_id: str | None = None, task_id: str | None = None, files: dict[str, str] | None = None,

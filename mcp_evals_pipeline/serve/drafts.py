@@ -180,17 +180,38 @@ def dump_declaration(declaration: NegativeDeclaration) -> dict[str, Any]:
     return declaration.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
 
+def read_text(root: Path, rel: str) -> str:
+    """A draft's file, read without following a symlink anywhere on the way."""
+    path = PurePosixPath(rel)
+    _refuse_symlinks(root, path)
+    fd = os.open(root / path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read().decode("utf-8")
+
+
+def read_contract(root: Path) -> Any:
+    try:
+        return json.loads(read_text(root, CONTRACT))
+    except (OSError, ValueError) as exc:
+        raise DraftError(f"{root.name}/{CONTRACT}: {exc}") from None
+
+
 def read_document(root: Path) -> dict[str, Any]:
     """The draft's structured parts: {prompt, contract, negatives: {name: declaration}}."""
     negatives: dict[str, Any] = {}
     neg_root = root / "negatives"
-    if neg_root.is_dir():
+    if neg_root.is_dir() and not neg_root.is_symlink():
         for neg in sorted(p for p in neg_root.iterdir() if p.is_dir() and not p.is_symlink()):
-            decl = neg / NEGATIVE_DECLARATION
-            negatives[neg.name] = json.loads(decl.read_text(encoding="utf-8")) if decl.is_file() else {}
-    return {"prompt": (root / PROMPT).read_text(encoding="utf-8"),
-            "contract": json.loads((root / CONTRACT).read_text(encoding="utf-8")),
-            "negatives": negatives}
+            rel = f"negatives/{neg.name}/{NEGATIVE_DECLARATION}"
+            try:
+                negatives[neg.name] = json.loads(read_text(root, rel)) if (root / rel).exists() else {}
+            except (OSError, ValueError) as exc:
+                raise DraftError(f"{root.name}/{rel}: {exc}") from None
+    try:
+        prompt = read_text(root, PROMPT)
+    except (OSError, ValueError) as exc:
+        raise DraftError(f"{root.name}/{PROMPT}: {exc}") from None
+    return {"prompt": prompt, "contract": read_contract(root), "negatives": negatives}
 
 
 def _segments(path: str) -> list[str | int]:

@@ -51,11 +51,12 @@ async def submit(draft_id: str) -> SubmitOutcome:
     source = existing_draft(draft_id)
     if frozen := frozen_reason(draft_id):
         return SubmitOutcome(submitted=False, task_id=draft_id, reasons=[frozen])
-    if links := symlinks_in(source):
-        raise DraftError(f"draft {draft_id} holds symlinks ({', '.join(links)}), which a draft never does")
     with tempfile.TemporaryDirectory(prefix="submit-", dir=_scratch()) as scratch:
         snapshot = Path(scratch) / draft_id  # the catalog names a task by its directory
         shutil.copytree(source, snapshot, symlinks=True)
+        # Checked on the snapshot, what is graded and landed: verify's copy of a solution would follow a link.
+        if links := symlinks_in(snapshot):
+            raise DraftError(f"draft {draft_id} holds symlinks ({', '.join(links)}), which a draft never does")
         task, reasons = load_problems(snapshot)
         if task is None:
             return SubmitOutcome(submitted=False, task_id=draft_id, reasons=reasons)
