@@ -297,6 +297,11 @@ def test_drafts_stay_inside_their_directory_and_patches_name_their_path(tmp_path
                          {"files": {"/abs.py": "x"}}, {"files": {"a/../../b.py": "x"}}):
                 is_error, _, text = await call(client, "run_check", draft_id="d1", **args)
                 assert is_error and ("symlink" in text or "relative" in text or "'..'" in text), (args, text)
+            for args, said in (({"task_id": "no-such-task", "files": {"a.py": "x"}}, "no such task"),
+                               ({"draft_id": "d1", "task_id": "d1", "files": {}}, "exactly one of draft_id"),
+                               ({"draft_id": "d1"}, "exactly one of files")):
+                is_error, _, text = await call(client, "run_check", **args)
+                assert is_error and said in text, (args, text)
             is_error, view, text = await call(client, "get_draft", draft_id="d1")
             assert not is_error and "HOSTPROBE" not in json.dumps(view), text
             is_error, _, text = await call(client, "submit_draft", draft_id="d1")
