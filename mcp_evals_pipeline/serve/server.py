@@ -16,11 +16,9 @@ import sys
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_evals_pipeline.serve import authoring_tools
+from mcp_evals_pipeline.serve import TOKEN_ENV, authoring_tools
 
-TOKEN_ENV = "MCP_EVALS_SERVE_TOKEN"
 HOST = "127.0.0.1"  # loopback only: the server writes tasks and runs the grader for whoever reaches it
-DEFAULT_PORT = 8719
 INSTRUCTIONS = """\
 mcp-evals: author evaluation tasks through the grader's gate, and read the results.
 Authoring: describe_task_schema, then create_draft -> revise_draft -> run_check -> submit_draft (the prompt
@@ -31,7 +29,7 @@ a submitted task is frozen (a change is a new id)."""
 def build_server() -> MCPServer:
     server = MCPServer("mcp-evals", instructions=INSTRUCTIONS)
     authoring_tools.register(server)
-    # readonly_tools.register(server)  # <- the lead adds this line after merging branch read27
+    # readonly_tools.register(server)  # <- the lead adds this line (and its import) after merging branch read27
     return server
 
 
