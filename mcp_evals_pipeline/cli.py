@@ -22,6 +22,7 @@ from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.heartbeat import heartbeat
 from mcp_evals_pipeline.paths import REPO_ROOT, dagster_home, database_path, prompt_hash_lock, runs_dir
 from mcp_evals_pipeline.sandbox import SandboxError
+from mcp_evals_pipeline.serve import DEFAULT_PORT as SERVE_PORT
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import (
     TaskLoadError,
@@ -191,6 +192,21 @@ def verify_tasks_cmd(task_ids: tuple[str, ...], suites: tuple[str, ...], quick: 
     (err if as_json else out).print(("[green]" if clean else "[red]") + summary + "[/]")
     if not clean:
         sys.exit(1)
+
+
+@main.command("serve")
+@click.option("--http", "use_http", is_flag=True,
+              help="Streamable HTTP on 127.0.0.1 (bearer token: MCP_EVALS_SERVE_TOKEN, else printed to stderr) "
+                   "instead of stdio.")
+@click.option("--port", type=click.IntRange(1, 65535), default=SERVE_PORT, show_default=True, help="With --http.")
+def serve_cmd(use_http: bool, port: int) -> None:
+    """Our MCP server: author tasks through the grader's gate (drafts, run_check, submit_draft). docs/serve.md."""
+    from mcp_evals_pipeline.serve.server import run_http, run_stdio
+
+    if use_http:
+        run_http(port)
+    else:
+        run_stdio()
 
 
 @main.command("list-tasks")

@@ -38,6 +38,12 @@ def runs_dir() -> Path:
     return results_dir() / "runs"
 
 
+def drafts_dir() -> Path:
+    """Task drafts of `mcp-evals serve` (`MCP_EVALS_DRAFTS_DIR`): agent-written task directories, never under
+    tasks/ until submitted through the gate."""
+    return _env_path("MCP_EVALS_DRAFTS_DIR", results_dir() / "drafts")
+
+
 def synthesis_dir() -> Path:
     return results_dir() / "synthesis"
 
