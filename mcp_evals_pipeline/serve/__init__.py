@@ -1,0 +1,1 @@
+"""`mcp-evals serve`: the project's own MCP server (tools for authoring tasks and reading results)."""
