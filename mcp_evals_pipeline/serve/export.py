@@ -64,7 +64,7 @@ def render(tasks: list[Task], fmt: ExportFormat) -> str:
 
 def export_tasks(fmt: ExportFormat, destination: Destination = "file", suite: str | None = None,
                  kind: str | None = None, runtime: str | None = None) -> ExportResult:
-    tasks = select_tasks(suite, kind, runtime)
+    tasks, _unloadable = select_tasks(suite, kind, runtime)  # list_tasks names them; an export has what loads
     text = render(tasks, fmt)
     if destination == "content":
         return ExportResult(format=fmt, count=len(tasks), content=text)

@@ -51,6 +51,8 @@ class TaskSummary(ContractModel):
 class TaskList(ContractModel):
     tasks: list[TaskSummary]
     count: int
+    unloadable: list[str] = Field(description="Task directories that do not load, each with its error (file and "
+                                              "field): listed nowhere else, whatever the filters.")
 
 
 class TaskView(TaskSummary):
@@ -105,22 +107,24 @@ def _summary(task: catalog.Task, suites: dict[str, Any]) -> TaskSummary:
 
 
 def select_tasks(suite: str | None = None, kind: str | None = None,
-                 runtime: str | None = None) -> list[catalog.Task]:
-    """The tasks that load, filtered; a suite that does not exist is an error naming the nearest."""
+                 runtime: str | None = None) -> tuple[list[catalog.Task], list[str]]:
+    """The tasks that load, filtered, and the error of each task directory that does not load; a suite that does
+    not exist is an error naming the nearest."""
     suites = load_suites()
     if suite is not None and suite not in suites:
         raise TaskLookupError(unknown_suite(suite, suites))
-    tasks, _broken = catalog.discover_tasks()  # a broken task is verify-tasks' to report, not a listing's
+    tasks, broken = catalog.discover_tasks()
     return [t for t in tasks
             if (suite is None or suite_of(t.id, t.prompt_hash, suites=suites) == suite)
             and (kind is None or t.kind == kind)
-            and (runtime is None or t.contract.effective_runtime == runtime)]
+            and (runtime is None or t.contract.effective_runtime == runtime)], [str(e) for e in broken]
 
 
 def list_tasks(suite: str | None = None, kind: str | None = None, runtime: str | None = None) -> TaskList:
+    selected, broken = select_tasks(suite, kind, runtime)
     suites = load_suites()
-    found = [_summary(t, suites) for t in select_tasks(suite, kind, runtime)]
-    return TaskList(tasks=found, count=len(found))
+    found = [_summary(t, suites) for t in selected]
+    return TaskList(tasks=found, count=len(found), unloadable=broken)
 
 
 def get_task(task_id: str) -> TaskView:
@@ -184,10 +188,10 @@ def _nested_refs(prop: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def _example(kind: str) -> catalog.Task:
+def _example(kind: str, loaded: list[catalog.Task]) -> catalog.Task:
     """The smallest real task of the kind that counts in a pass rate (a static source-imports task shows little):
     its task.json is the example, minimal and valid since it loaded."""
-    tasks = [t for t in catalog.discover_tasks()[0] if t.kind == kind and t.contract.scored_for_pass_rate]
+    tasks = [t for t in loaded if t.kind == kind and t.contract.scored_for_pass_rate]
     if not tasks:
         raise TaskLookupError(f"no task of kind {kind} under {tasks_dir()} to take an example from")
     return min(tasks, key=lambda t: (len((t.dir / "task.json").read_bytes()), t.id))
@@ -205,9 +209,10 @@ def authoring_rules(doc: Path = AUTHORING_DOC) -> list[str]:
 
 def describe_task_schema() -> TaskSchema:
     kinds = []
+    loaded = catalog.discover_tasks()[0]
     for name, model in CONTRACTS.items():
         schema = model.model_json_schema(by_alias=True)
-        example = _example(name)
+        example = _example(name, loaded)
         kinds.append(KindSchema(
             kind=name, description=" ".join((model.__doc__ or sys.modules[model.__module__].__doc__ or "").split()),
             fields=_fields(schema, schema.get("$defs", {})), json_schema=schema, example_task=example.id,
