@@ -115,7 +115,9 @@ def test_catalog_tools_schema_and_task_resource(results: dict[str, Any]) -> None
     paths = {f["path"]: f for f in kinds["build"]["fields"]}
     assert paths["entryCandidates"]["required"] and paths["entryCandidates"]["type"] == "array of string"
     assert "expectedTools[].forms[].expect[].ifPresent" in paths
-    assert paths["invariants"]["description"]  # a model-typed field is described by its model
+    for kind in kinds.values():  # every field of a contract says what it means
+        assert [f["path"] for f in kind["fields"] if "." not in f["path"] and not f["description"]] == []
+    assert "Regexes some source file must match" in paths["requiredSourcePatterns"]["description"]
     assert "mustLand[].method" in {f["path"] for f in kinds["usage"]["fields"]}
     TaskContract.model_validate(kinds["build"]["example"])  # the examples are real tasks' contracts, valid
     UsageContract.model_validate(kinds["usage"]["example"])
