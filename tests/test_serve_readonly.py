@@ -123,7 +123,8 @@ def test_catalog_tools_schema_and_task_resource(results: dict[str, Any]) -> None
     UsageContract.model_validate(kinds["usage"]["example"])
     assert [s["stage"] for s in schema["ladder"]] == [s.name for s in LADDER]
     assert schema["ladder"][0]["failureCode"] == "contract.install"
-    assert set(schema["failureCodes"]) == set(CODES)
+    assert {c["code"] for c in schema["failureCodes"]} == set(CODES)
+    assert all(c["meaning"] for c in schema["failureCodes"])
     rules = " ".join(schema["authoringRules"])
     assert "One property per requirement" in rules and "violated by a negative" in rules
     assert "never announces the test" in rules

@@ -27,6 +27,7 @@ DEFAULT_MAX_ROWS = 500
 MAX_MAX_ROWS = 5000
 DEFAULT_TIMEOUT_S = 10.0
 MAX_TIMEOUT_S = 60.0
+INTERRUPT_GRACE_S = 5.0
 # Table functions that read nothing but the query's own arguments or the catalog: every other one (read_csv,
 # read_parquet, read_text, glob, pragma_*, the extensions' scanners) is refused by name, before it runs.
 ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "duckdb_tables", "duckdb_views",
@@ -140,7 +141,7 @@ def run_query(sql: str, max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEF
         worker.join(timeout_s)
         if worker.is_alive():
             con.interrupt()
-            worker.join()
+            worker.join(INTERRUPT_GRACE_S)  # an interrupted query ends at once; never wait unbounded on one
             raise QueryRefused(f"the query was stopped after {timeout_s:g} s (its time limit; narrow it, or raise "
                                f"timeout_seconds up to {MAX_TIMEOUT_S:g})")
     if "error" in outcome:

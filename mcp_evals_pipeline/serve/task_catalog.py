@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
-from mcp_evals_pipeline.contracts.failures import CODES
+from mcp_evals_pipeline.contracts.failures import CODES, MEANINGS
 from mcp_evals_pipeline.contracts.ladder import LADDER
 from mcp_evals_pipeline.contracts.task import TaskContract
 from mcp_evals_pipeline.contracts.task_base import ContractModel
@@ -83,12 +83,18 @@ class LadderStage(ContractModel):
     failure_code: str
 
 
+class FailureCode(ContractModel):
+    code: str
+    meaning: str
+
+
 class TaskSchema(ContractModel):
     kinds: list[KindSchema]
     ladder: list[LadderStage] = Field(description="The build grader's stages, in the order they run; a grade "
                                                   "fails at the first failing one.")
-    failure_codes: list[str] = Field(description="Every code a grade can carry: contract.<stage>, "
-                                                 "usage.<outcome>[.<why>], infra.<what> (nothing judged).")
+    failure_codes: list[FailureCode] = Field(description="Every code a grade can carry: contract.<stage>, "
+                                                         "usage.<outcome>[.<why>], infra.<what> (nothing judged: "
+                                                         "the trial leaves every denominator).")
     authoring_rules: list[str] = Field(description="The rules a committable task keeps (docs/task-authoring.md).")
 
 
@@ -207,6 +213,13 @@ def authoring_rules(doc: Path = AUTHORING_DOC) -> list[str]:
     return [b.replace("**", "") for b in bullets if b]
 
 
+def _meaning(code: str) -> str:
+    stages = {s.failure_code: s for s in LADDER}
+    if code in stages:
+        return f"the first failing check was of stage {stages[code].name}: {stages[code].checks}"
+    return MEANINGS[code]
+
+
 def describe_task_schema() -> TaskSchema:
     kinds = []
     loaded = catalog.discover_tasks()[0]
@@ -221,5 +234,5 @@ def describe_task_schema() -> TaskSchema:
         kinds=kinds,
         ladder=[LadderStage(stage=s.name, checks=s.checks, opt_in=s.feature, failure_code=s.failure_code)
                 for s in LADDER],
-        failure_codes=sorted(CODES),
+        failure_codes=[FailureCode(code=code, meaning=_meaning(code)) for code in sorted(CODES)],
         authoring_rules=authoring_rules())
