@@ -29,7 +29,9 @@ from mcp_evals_pipeline.tasks.suites import load_suites, suite_of, unknown_suite
 # The filters' types, from the contracts themselves: a new kind or runtime needs no edit here.
 KindName = Literal[tuple(KINDS)]  # type: ignore[valid-type]
 Runtime = Literal[get_args(TaskContract.model_fields["runtime"].annotation)[0]]  # type: ignore[misc,valid-type]
-CONTRACTS: dict[str, type[ContractModel]] = {"build": TaskContract, "usage": UsageContract}
+# kind -> its contract model, keyed by each model's own `kind` literal.
+CONTRACTS: dict[str, type[ContractModel]] = {get_args(m.model_fields["kind"].annotation)[0]: m
+                                             for m in (TaskContract, UsageContract)}
 AUTHORING_DOC = REPO_ROOT / "docs" / "task-authoring.md"
 RULES_HEADING = "## Rules that keep a task honest"
 
