@@ -41,10 +41,12 @@ class Requirement(ContractModel):
     """One requirement the prompt states. Every one needs a check (an element naming it, or a `checkedBy` stage)
     and a negative that violates only it (tests/test_requirement_coverage.py)."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    text: str = Field(min_length=1)
-    kinds: list[GapKind] = Field(default_factory=list)
-    checked_by: list[str] = Field(default_factory=list)
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="What checks and negatives name it by.")
+    text: str = Field(min_length=1, description="The one property it is, in the prompt's terms.")
+    kinds: list[GapKind] = Field(default_factory=list, description="The kinds of gap it covers (a lenient "
+                                 "implementation's), which the coverage test looks for.")
+    checked_by: list[str] = Field(default_factory=list, description="Whole ladder stages that check it (install "
+                                  "... resources); a later element (a call, a read) names its requirements itself.")
 
     @field_validator("checked_by")
     @classmethod
@@ -57,29 +59,32 @@ class Requirement(ContractModel):
 
 
 class ResourceRead(Covers):
-    uri: str
-    expect: list[Expectation] = Field(default_factory=list)
-    mime_type: str | None = None
-    # True: the read must fail with a protocol error (e.g. an unknown slug); `expect` then applies to its message.
-    is_error: bool | None = None
+    uri: str = Field(description="The resource read.")
+    expect: list[Expectation] = Field(default_factory=list, description="What the read's text must hold.")
+    mime_type: str | None = Field(default=None, description="The MIME type the content must have.")
+    is_error: bool | None = Field(default=None, description="True: the read must fail with a protocol error (e.g. "
+                                  "an unknown slug); `expect` then applies to its message.")
 
     _listify = field_validator("expect", mode="before")(as_list)
 
 
 class ToolCall(Covers):
-    tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    # None: not checked; True/False: the result's isError flag must equal it.
-    is_error: bool | None = None
-    expect: list[Expectation] = Field(default_factory=list)
-    # Resource reads on the same session just before / after this call, so state changes can be asserted.
-    reads_before: list[ResourceRead] = Field(default_factory=list)
-    reads_after: list[ResourceRead] = Field(default_factory=list)
-    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_WAIT_SECONDS)
-    view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
-    # oauth tasks: the call is made on a session of its own, with a token minted for this user of the IdP
-    # (oauth_idp.USERS), so an identity answer is checked against more than the one user every call uses.
-    as_user: str | None = None
+    tool: str = Field(description="The tool called (one of expectedTools).")
+    args: dict[str, Any] = Field(default_factory=dict, description="The call's arguments.")
+    is_error: bool | None = Field(default=None, description="The result's isError flag must equal it (null: not "
+                                  "checked).")
+    expect: list[Expectation] = Field(default_factory=list, description="What the result must hold.")
+    reads_before: list[ResourceRead] = Field(default_factory=list, description="Resource reads on the same session "
+                                             "just before the call, so state changes can be asserted.")
+    reads_after: list[ResourceRead] = Field(default_factory=list, description="Resource reads on the same session "
+                                            "just after the call.")
+    timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_WAIT_SECONDS,
+                                          description="This call's wait (default: callTimeoutSeconds).")
+    view_uri: str | None = Field(default=None, description="Earlier harness: a view binding, graded by the views "
+                                 "stage.")
+    as_user: str | None = Field(default=None, description="OAuth tasks: made on a session of its own with a token "
+                                "minted for this user of the IdP, so an identity answer is checked against more "
+                                "than one user.")
 
     _listify = field_validator("expect", mode="before")(as_list)
 
@@ -90,15 +95,16 @@ class ToolForm(Covers):
     text is exactly the sum"; "structured content, if any, is {id, status}") is written once and holds at every
     exchange. `when` limits it to normal results (`ok`), error results (`error`) or neither (`any`)."""
 
-    when: Literal["ok", "error", "any"] = "any"
-    expect: list[Expectation] = Field(min_length=1)
+    when: Literal["ok", "error", "any"] = Field(default="any", description="The results it holds for: normal, "
+                                                "error or both.")
+    expect: list[Expectation] = Field(min_length=1, description="What each such result must hold.")
 
     _listify = field_validator("expect", mode="before")(as_list)
 
 
 class InvariantCall(ContractModel):
-    tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    tool: str = Field(description="The read-only tool called to observe the state.")
+    args: dict[str, Any] = Field(default_factory=dict, description="Its arguments.")
 
 
 class Invariant(Covers):
@@ -106,32 +112,34 @@ class Invariant(Covers):
     ones), its result held to `expect` (`invariant:<i>:after:<call check id>`): an invariant of the state (a
     listing's order, its count) is checked after every operation that could break it, not in one chosen state."""
 
-    after: list[str] = Field(min_length=1)
-    call: InvariantCall
-    expect: list[Expectation] = Field(min_length=1)
+    after: list[str] = Field(min_length=1, description="The tools after each of whose calls it is checked.")
+    call: InvariantCall = Field(description="The read-only call that observes the state.")
+    expect: list[Expectation] = Field(min_length=1, description="What that call's result must hold every time.")
 
     _listify = field_validator("expect", mode="before")(as_list)
 
 
 class ExpectedTool(Covers):
-    name: str
-    required_props: list[str] = Field(default_factory=list)
-    # The JSON Schema type each named input property must declare in the listed inputSchema (e.g. {"a": "integer"}).
-    prop_types: dict[str, JsonType] = Field(default_factory=dict)
-    view_uri: str | None = None  # earlier harness; graded by the views stage (not in this grader version)
-    forms: list[ToolForm] = Field(default_factory=list)
+    name: str = Field(description="The tool's name (compared ignoring case, _ and - unless in exactToolNames).")
+    required_props: list[str] = Field(default_factory=list, description="Input properties that must be listed and "
+                                      "required in its inputSchema.")
+    prop_types: dict[str, JsonType] = Field(default_factory=dict, description="The JSON Schema type each named "
+                                            "input property must declare (e.g. {\"a\": \"integer\"}).")
+    view_uri: str | None = Field(default=None, description="Earlier harness: a view binding, graded by the views "
+                                 "stage.")
+    forms: list[ToolForm] = Field(default_factory=list, description="Rules on every result of this tool in calls.")
 
 
 class ExpectedResource(Covers):
-    uri: str
-    name: str | None = None
-    mime_type: str | None = None
+    uri: str = Field(description="A resource that must be listed.")
+    name: str | None = Field(default=None, description="Its name, compared when given.")
+    mime_type: str | None = Field(default=None, description="Its MIME type, compared when given.")
 
 
 class ExpectedResourceTemplate(Covers):
-    uri_template: str
-    name: str | None = None
-    mime_type: str | None = None
+    uri_template: str = Field(description="A resource template that must be listed.")
+    name: str | None = Field(default=None, description="Its name, compared when given.")
+    mime_type: str | None = Field(default=None, description="Its MIME type, compared when given.")
 
 
 class ImportRequirement(ContractModel):
@@ -144,48 +152,69 @@ class DeterministicReadiness(ContractModel):
 
 
 class TaskContract(ContractModel):
-    # The task kind (mcp_evals_pipeline/kinds): a build task's agent builds a server, graded by the ladder.
-    kind: Literal["build"] = "build"
-    id: str | None = None
-    title: str
-    # What the prompt requires, each with an id the checks name (empty only for the earlier harness's contracts).
-    requirements: list[Requirement] = Field(default_factory=list)
-    runtime: Literal["python", "node"] | None = None
+    kind: Literal["build"] = Field(default="build", description="The task kind (mcp_evals_pipeline/kinds): a build "
+                                   "task's agent builds a server, graded by the ladder.")
+    id: str | None = Field(default=None, description="The task id; when given, it must be the directory's name.")
+    title: str = Field(description="One line saying what is built.")
+    requirements: list[Requirement] = Field(default_factory=list, description="What the prompt requires, each with "
+                                            "an id the checks name (empty only for the earlier harness's contracts).")
+    runtime: Literal["python", "node"] | None = Field(default=None, description="The built server's runtime (null: "
+                                                      "implied by the entry files).")
     entry_candidates: list[str] = Field(
-        min_length=1, validation_alias=AliasChoices("entryCandidates", "entry", "entry_candidates")
+        min_length=1, validation_alias=AliasChoices("entryCandidates", "entry", "entry_candidates"),
+        description="The files the server may start from, in order: the first that exists is the entry.",
     )
     install_command: list[str] | None = Field(
-        default=None, validation_alias=AliasChoices("installCommand", "install", "install_command")
+        default=None, validation_alias=AliasChoices("installCommand", "install", "install_command"),
+        description="Earlier harness: accepted, not run (the install stage installs the declared dependencies).",
     )
     build_command: list[str] | None = Field(
-        default=None, validation_alias=AliasChoices("buildCommand", "build", "build_command")
+        default=None, validation_alias=AliasChoices("buildCommand", "build", "build_command"),
+        description="Run in a box without network; it must exit 0 (stage build).",
     )
     start_command: list[str] | None = Field(
-        default=None, validation_alias=AliasChoices("startCommand", "start", "start_command")
+        default=None, validation_alias=AliasChoices("startCommand", "start", "start_command"),
+        description="How the server starts (default: the runtime's, from the entry); it must listen on PORT.",
     )
-    exact_tool_names: list[str] = Field(default_factory=list)
-    expected_tools: list[ExpectedTool] = Field(default_factory=list)
+    exact_tool_names: list[str] = Field(default_factory=list, description="Tools whose names must match exactly "
+                                        "(others are compared ignoring case, _ and -).")
+    expected_tools: list[ExpectedTool] = Field(default_factory=list, description="The tools that must be listed "
+                                               "(stage tools), with their forms.")
     expected_resources: list[ExpectedResource] = Field(
-        default_factory=list, validation_alias=AliasChoices("expectedResources", "resources", "expected_resources")
+        default_factory=list, validation_alias=AliasChoices("expectedResources", "resources", "expected_resources"),
+        description="The resources that must be listed (stage resources).",
     )
     expected_resource_templates: list[ExpectedResourceTemplate] = Field(
         default_factory=list,
         validation_alias=AliasChoices("expectedResourceTemplates", "resourceTemplates", "expected_resource_templates"),
+        description="The resource templates that must be listed (stage resources).",
     )
-    resource_reads: list[ResourceRead] = Field(default_factory=list)
-    calls: list[ToolCall] = Field(default_factory=list)
-    invariants: list[Invariant] = Field(default_factory=list)
-    post_call_resource_reads: list[ResourceRead] = Field(default_factory=list)
-    required_source_patterns: list[str] = Field(default_factory=list)
-    deterministic_readiness: DeterministicReadiness | None = None
-    agent_env_keys: list[str] = Field(default_factory=list)
-    start_timeout_seconds: float = Field(default=20.0, gt=0, le=MAX_WAIT_SECONDS)
-    call_timeout_seconds: float = Field(default=15.0, gt=0, le=MAX_WAIT_SECONDS)
+    resource_reads: list[ResourceRead] = Field(default_factory=list, description="Reads before any call (stage "
+                                               "resources).")
+    calls: list[ToolCall] = Field(default_factory=list, description="The calls, in order, on one session (stage "
+                                  "calls).")
+    invariants: list[Invariant] = Field(default_factory=list, description="State rules checked after every call of "
+                                        "the tools they name.")
+    post_call_resource_reads: list[ResourceRead] = Field(default_factory=list, description="Reads after all the "
+                                                         "calls.")
+    required_source_patterns: list[str] = Field(default_factory=list, description="Regexes some source file must "
+                                                "match (stage source).")
+    deterministic_readiness: DeterministicReadiness | None = Field(default=None, description="A static "
+                                                                   "source-imports task: no server is started.")
+    agent_env_keys: list[str] = Field(default_factory=list, description="Environment variables the agent may need "
+                                      "for its work, given to it in its workspace.")
+    start_timeout_seconds: float = Field(default=20.0, gt=0, le=MAX_WAIT_SECONDS, description="How long the server "
+                                         "may take to listen on PORT.")
+    call_timeout_seconds: float = Field(default=15.0, gt=0, le=MAX_WAIT_SECONDS, description="How long one call may "
+                                        "take.")
     # Opt-in ladder stages (mcp_evals_pipeline/grader/features.py); a grader without one refuses the contract.
-    views: list[ViewBinding] = Field(default_factory=list)
-    input_required_calls: list[InputRequiredCall] = Field(default_factory=list)
-    oauth: OAuthSpec | None = None
-    upstream: UpstreamSpec | None = None
+    views: list[ViewBinding] = Field(default_factory=list, description="Opt-in stage views: UI resources bound to "
+                                     "tools.")
+    input_required_calls: list[InputRequiredCall] = Field(default_factory=list, description="Opt-in stage "
+                                                          "input_required: multi-round calls.")
+    oauth: OAuthSpec | None = Field(default=None, description="Opt-in stage oauth: a local IdP, the refusal paths.")
+    upstream: UpstreamSpec | None = Field(default=None, description="Opt-in stage upstream: a recording fake "
+                                          "service the server must call.")
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskContract:

@@ -67,7 +67,8 @@ class ContractModel(BaseModel):
 class Covers(ContractModel):
     """A contract element that checks requirements: the ids (of the task's `requirements`) it tests."""
 
-    requirements: list[str] = Field(default_factory=list)
+    requirements: list[str] = Field(default_factory=list, description="The requirement ids (the task's "
+                                    "`requirements`) this element checks.")
 
 
 class Expectation(ContractModel):
@@ -88,19 +89,21 @@ class Expectation(ContractModel):
     without that part passes, so "structured content, if any, is X" is one expectation.
     """
 
-    type: ExpectationType
-    value: Any = None
-    # A dotted path into the structured content (or the JSON text), e.g. "count" or "items.0.id".
-    path: str | None = None
+    type: ExpectationType = Field(description="What is compared (see the model's description).")
+    value: Any = Field(default=None, description="What it is compared with (the type says which JSON type).")
+    path: str | None = Field(default=None, description='A dotted path into the structured content (or the JSON '
+                             'text), e.g. "count" or "items.0.id"; a segment `*` means every item.')
     # contains / not-contains compare case-insensitively unless the task says otherwise: an agent that writes
     # "record R-1" where the prompt said "Record R-1" built a working server, and a contract that fails it
     # measures the marker, not the SDK. text-equals pins the text exactly, so there the default is sensitive.
-    case_sensitive: bool | None = None
-    source: ResultPart = Field(default="any", alias="in")
-    if_present: bool = False
-    key: str | None = None  # sorted: the item field ordered by
-    order: Literal["ascending", "descending"] = "ascending"  # sorted
-    value_path: str | None = None  # length-equals: the path of the JSON integer the length must equal
+    case_sensitive: bool | None = Field(default=None, description="Default: sensitive for text-equals only.")
+    source: ResultPart = Field(default="any", alias="in", description="The part of the result looked at: any "
+                               "(structured content, else the text), structured or text.")
+    if_present: bool = Field(default=False, description="With `in`: a result without that part passes.")
+    key: str | None = Field(default=None, description="sorted: the item field ordered by.")
+    order: Literal["ascending", "descending"] = Field(default="ascending", description="sorted: the order.")
+    value_path: str | None = Field(default=None, description="length-equals: the path of the JSON integer the "
+                                   "length must equal.")
 
     @field_validator("type", mode="before")
     @classmethod

@@ -16,7 +16,7 @@ import sys
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_evals_pipeline.serve import TOKEN_ENV, authoring_tools
+from mcp_evals_pipeline.serve import TOKEN_ENV, authoring_tools, readonly_tools
 
 HOST = "127.0.0.1"  # loopback only: the server writes tasks and runs the grader for whoever reaches it
 INSTRUCTIONS = """\
@@ -29,7 +29,7 @@ a submitted task is frozen (a change is a new id)."""
 def build_server() -> MCPServer:
     server = MCPServer("mcp-evals", instructions=INSTRUCTIONS)
     authoring_tools.register(server)
-    # readonly_tools.register(server)  # <- the lead adds this line (and its import) after merging branch read27
+    readonly_tools.register(server)
     return server
 
 
