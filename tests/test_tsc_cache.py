@@ -27,20 +27,21 @@ def _typecheck(workspace: Path) -> tuple[list[str], str]:
 
 
 def test_the_same_workspace_is_answered_from_memory_and_any_change_is_checked_again(tmp_path: Path) -> None:
-    # A file of its own makes this workspace's key new, whatever earlier gradings remembered today.
-    workspace = write_tree(Path(shutil.copytree(GOLDEN, tmp_path / "ws")), {"src/marker.ts": f"// {uuid.uuid4()}\n"})
+    # Files of its own make this workspace's keys new, whatever earlier gradings remembered today.
+    unique = f"// {uuid.uuid4()}\n"
+    workspace = write_tree(Path(shutil.copytree(GOLDEN, tmp_path / "ws")), {"src/marker.ts": unique})
     first, first_box = _typecheck(workspace)
     assert first == [] and not first_box.startswith(CACHED_TYPECHECK)
     again, again_box = _typecheck(workspace)
     assert again == [] and again_box == CACHED_TYPECHECK + first_box
 
     # One changed file: a compiler runs and finds the error the remembered answer did not have.
-    write_tree(workspace, {"src/marker.ts": 'export const n: number = "one";\n'})
+    write_tree(workspace, {"src/marker.ts": 'export const n: number = "one";\n' + unique})
     broken, broken_box = _typecheck(workspace)
     assert not broken_box.startswith(CACHED_TYPECHECK)
     assert [p for p in broken if p.startswith("src/marker.ts:1: TS2322")], broken
-    # A new file tsc would read (a tsconfig) is a new key too; so is a renamed file.
-    write_tree(workspace, {"src/marker.ts": "export const n = 1;\n"})
+    # The same bytes under another name are a new key too.
+    write_tree(workspace, {"src/marker.ts": "export const n = 1;\n" + unique})
     _typecheck(workspace)
     (workspace / "src" / "marker.ts").rename(workspace / "src" / "renamed.ts")
     assert not _typecheck(workspace)[1].startswith(CACHED_TYPECHECK)

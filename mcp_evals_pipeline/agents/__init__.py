@@ -9,9 +9,6 @@ from mcp_evals_pipeline.agents.base import (
     MissingCredentials,
     TranscriptWriter,
 )
-from mcp_evals_pipeline.agents.claude_agent import ClaudeAgent
-from mcp_evals_pipeline.agents.codex_agent import CodexAgent
-from mcp_evals_pipeline.agents.openai_agent import OpenAIAgent
 from mcp_evals_pipeline.agents.registry import (
     AGENTS,
     DEFAULT_AGENT,
@@ -21,10 +18,18 @@ from mcp_evals_pipeline.agents.registry import (
     agent_entry,
     get_runner,
 )
-from mcp_evals_pipeline.agents.replay import ReplayAgent
 
-# Name -> runner class, derived from the registry (for callers that predate it).
-RUNNERS: dict[str, type[AgentRunner]] = {name: entry.runner for name, entry in AGENTS.items()}
+_RUNNER_CLASSES = {"ClaudeAgent": "claude", "CodexAgent": "codex", "OpenAIAgent": "openai", "ReplayAgent": "replay"}
+
+
+def __getattr__(name: str) -> object:
+    """The runner classes, and RUNNERS (name -> class), imported when asked for (agents/registry.py: lazily)."""
+    if name in _RUNNER_CLASSES:
+        return AGENTS[_RUNNER_CLASSES[name]].runner
+    if name == "RUNNERS":
+        runners: dict[str, type[AgentRunner]] = {key: entry.runner for key, entry in AGENTS.items()}
+        return runners
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "AGENTS",

@@ -11,14 +11,12 @@ agents/cli_runner.CliAgentRunner), its pin in models.AGENT_PINS, and one entry b
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from functools import cached_property
 
 from mcp_evals_pipeline.agents.base import AgentRunner
-from mcp_evals_pipeline.agents.claude_agent import ClaudeAgent
 from mcp_evals_pipeline.agents.cli_tools import CLI_PINS
-from mcp_evals_pipeline.agents.codex_agent import CodexAgent
-from mcp_evals_pipeline.agents.openai_agent import OpenAIAgent
-from mcp_evals_pipeline.agents.replay import ReplayAgent
 from mcp_evals_pipeline.did_you_mean import suggestion
 from mcp_evals_pipeline.models import AGENT_PINS, AgentPin
 
@@ -29,12 +27,15 @@ class UnknownRunner(ValueError):
 
 @dataclass(frozen=True)
 class AgentEntry:
-    runner: type[AgentRunner]
+    name: str  # the runner class's `name` too (tests/test_agent_registry.py holds them equal)
+    runner_path: str  # "module:Class", imported when first used: the openai client alone costs a CLI ~2 s to load
     description: str  # one line, for help texts
 
-    @property
-    def name(self) -> str:
-        return self.runner.name  # written once, on the class: the transcript and records carry the same name
+    @cached_property
+    def runner(self) -> type[AgentRunner]:
+        module, cls = self.runner_path.split(":")
+        runner: type[AgentRunner] = getattr(importlib.import_module(module), cls)
+        return runner
 
     @property
     def pin(self) -> AgentPin:
@@ -53,13 +54,18 @@ class AgentEntry:
 
 
 # In the order help texts list them.
+_PKG = "mcp_evals_pipeline.agents"
 AGENTS: dict[str, AgentEntry] = {entry.name: entry for entry in (
-    AgentEntry(ReplayAgent, "replays a task's recorded sessions: no model, no key (the default run and the tests)"),
-    AgentEntry(OpenAIAgent, "the built-in tool loop against an OpenAI-compatible endpoint"),
-    AgentEntry(CodexAgent, "the real Codex CLI (`codex exec`, pinned in agents/cli_tools.py)"),
-    AgentEntry(ClaudeAgent, "the real Claude Code CLI (`claude -p`, pinned in agents/cli_tools.py)"),
+    AgentEntry("replay", f"{_PKG}.replay:ReplayAgent",
+               "replays a task's recorded sessions: no model, no key (the default run and the tests)"),
+    AgentEntry("openai", f"{_PKG}.openai_agent:OpenAIAgent",
+               "the built-in tool loop against an OpenAI-compatible endpoint"),
+    AgentEntry("codex", f"{_PKG}.codex_agent:CodexAgent",
+               "the real Codex CLI (`codex exec`, pinned in agents/cli_tools.py)"),
+    AgentEntry("claude", f"{_PKG}.claude_agent:ClaudeAgent",
+               "the real Claude Code CLI (`claude -p`, pinned in agents/cli_tools.py)"),
 )}
-DEFAULT_AGENT = ReplayAgent.name  # keyless, so a bare `mcp-evals eval` spends nothing
+DEFAULT_AGENT = "replay"  # keyless, so a bare `mcp-evals eval` spends nothing
 
 # Pinned in models.AGENT_PINS and part of the design, but their runners are not built yet: named apart so the
 # error says "not available yet" rather than "unknown".
