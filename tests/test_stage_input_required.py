@@ -283,7 +283,7 @@ TASKS_WITH_ROUNDS = [t for t in discover_tasks()[0] if t.kind == "build" and t.c
 
 
 def test_some_task_uses_the_stage() -> None:
-    assert "py-v5-09-raw-input-required-approval" in {t.id for t in TASKS_WITH_ROUNDS}
+    assert "py-v6-09-raw-input-required-approval" in {t.id for t in TASKS_WITH_ROUNDS}
 
 
 @pytest.mark.parametrize("task", TASKS_WITH_ROUNDS, ids=lambda t: t.id)
