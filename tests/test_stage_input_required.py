@@ -26,10 +26,14 @@ REQS = {"requirements.txt": "mcp>=2.3,<3\n"}
 
 # One server, its behaviour picked by a `mode` file in the workspace: `approve(item)` asks one yes/no round
 # ("Approve <item>?", field `ok`) with the raw helpers, then answers "approved <item>" or "declined <item>".
+# Two modes keep the flow in server memory instead of requestState: "one-time-token" (state is a token, forgotten
+# once answered: a retry is asked again) and "latest-flow-wins" (one pending flow per item: an earlier flow for the
+# same item is asked again).
 RAW_SERVER = '''
 import json
 import os
 import pathlib
+import uuid
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import (CallToolResult, ElicitRequest, ElicitRequestFormParams, ElicitResult, InputRequiredResult,
@@ -37,6 +41,7 @@ from mcp_types import (CallToolResult, ElicitRequest, ElicitRequestFormParams, E
 
 MODE = pathlib.Path("mode").read_text().strip() if pathlib.Path("mode").exists() else "good"
 mcp = MCPServer("approver")
+TOKENS = {}
 
 
 @mcp.tool()
@@ -44,7 +49,7 @@ def echo(text: str) -> str:
     return text
 
 
-def ask(item: str, round_no: int) -> InputRequiredResult:
+def ask(item: str, round_no: int, state: str | None = None) -> InputRequiredResult:
     message = f"Delete {item}?" if MODE == "wrong-question" else f"Approve {item}?"
     field = "reason" if MODE == "wrong-field" else "ok"
     schema = {"type": "object", "properties": {field: {"type": "boolean"}},
@@ -52,7 +57,7 @@ def ask(item: str, round_no: int) -> InputRequiredResult:
     requests = {"q": ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))}
     if MODE == "two-questions":
         requests["q2"] = requests["q"]
-    return InputRequiredResult(input_requests=requests, request_state=json.dumps({"round": round_no}))
+    return InputRequiredResult(input_requests=requests, request_state=state or json.dumps({"round": round_no}))
 
 
 def final(text: str) -> CallToolResult:
@@ -63,10 +68,16 @@ def final(text: str) -> CallToolResult:
 async def approve(item: str, ctx: Context) -> CallToolResult | InputRequiredResult:
     if MODE == "no-ask":
         return final(f"approved {item}")
-    state = json.loads(ctx.request_state) if ctx.request_state else {"round": 0}
+    state = json.loads(ctx.request_state) if MODE == "extra-round" and ctx.request_state else {"round": 0}
     answer = (ctx.input_responses or {}).get("q")
+    if MODE == "one-time-token" and TOKENS.pop(ctx.request_state or "", None) is None:
+        answer = None
+    if MODE == "latest-flow-wins" and TOKENS.get(item) != ctx.request_state:
+        answer = None
     if not isinstance(answer, ElicitResult):
-        return ask(item, 1)
+        token = uuid.uuid4().hex
+        TOKENS[item if MODE == "latest-flow-wins" else token] = token
+        return ask(item, 1, token if MODE in ("one-time-token", "latest-flow-wins") else None)
     if MODE == "extra-round" and state["round"] < 2:
         return ask(item, 2)
     if answer.action == "accept" and (answer.content or {}).get("ok"):
@@ -144,9 +155,12 @@ CONTRACT = {
     "inputRequiredCalls": [
         _round_call("invoice 7", {"action": "accept", "content": {"ok": True}}, "approved invoice 7"),
         _round_call("invoice 8", {"action": "decline"}, "declined invoice 8"),
+        # invoice 7 again, declined this time, alongside call 0's flow for it, its answer sent twice (a retry)
+        {**_round_call("invoice 7", {"action": "decline"}, "declined invoice 7"), "resendRound": 1,
+         "interleaveWith": 0},
     ],
 }
-IDS = ["input-required:approve:1", "input-required:approve:2"]
+IDS = ["input-required:approve:1", "input-required:approve:2", "input-required:approve:3"]
 
 
 def _grade(tmp_path: Path, mode: str, server: str = RAW_SERVER) -> TrialGrade:
@@ -168,11 +182,14 @@ def test_a_server_that_follows_the_script_passes(tmp_path: Path, server: str) ->
     assert grade.contract_pass, (grade.failure_code, grade.first_failure, grade.error)
     ids = [c.id for c in grade.checks]
     # after the calls stage, in contract order, one check per scripted call
-    assert ids[-3:] == ["call:echo:1", *IDS]
+    assert ids[-4:] == ["call:echo:1", *IDS]
     stage_checks = {c.id: c for c in grade.checks if c.stage == "input_required"}
     assert list(stage_checks) == IDS
     assert stage_checks[IDS[0]].detail == '1 round(s) answered (accept); final "approved invoice 7"'
     assert stage_checks[IDS[1]].detail == '1 round(s) answered (decline); final "declined invoice 8"'
+    assert stage_checks[IDS[2]].detail == ('1 round(s) answered (decline); final "declined invoice 7"; round 1\'s '
+                                           'answers re-sent: the same next step; alongside inputRequiredCalls[0]: '
+                                           'final "approved invoice 7"')
 
 
 # mode -> (the check that fails first, a regex its detail must match)
@@ -194,6 +211,11 @@ FAILURES = {
                             r"input_required results need; it negotiated 2025-11-25$"),
     "two-questions": (IDS[0], r"round 1 of 1: expected an input_required result carrying exactly one input request, "
                               r"found 2 \(q, q2\)$"),
+    # each alone passes its lone flows; the retry finds the token gone, the earlier of two flows for one item is lost
+    "one-time-token": (IDS[2], r'^approve\(\{"item":"invoice 7"\}\) \(round 1\'s answers re-sent\): expected the '
+                               r"final result after 1 round\(s\), found an input_required result asking for round 2"),
+    "latest-flow-wins": (IDS[2], r'^approve\(\{"item":"invoice 7"\}\): expected the final result after 1 round\(s\), '
+                                 r"found an input_required result asking for round 2"),
 }
 
 
@@ -224,7 +246,7 @@ def test_check_ids_count_per_tool(tmp_path: Path) -> None:
         steps = [s for s in grading.plan() if s.stage == "input_required"]
     finally:
         shutil.rmtree(grading.scratch, ignore_errors=True)
-    assert [s.id for s in steps] == [*IDS, "input-required:deploy:1", "input-required:approve:3"]
+    assert [s.id for s in steps] == [*IDS, "input-required:deploy:1", "input-required:approve:4"]
 
 
 def test_the_stage_is_registered_so_a_task_declaring_it_is_graded() -> None:
@@ -246,6 +268,13 @@ def test_answers_are_validated_when_the_contract_loads() -> None:
     with pytest.raises(ValidationError):  # a typo fails loudly
         InputRequiredCall.model_validate({"tool": "approve", "rounds": [{"respond": {"action": "accept"}}],
                                           "expects": []})
+    with pytest.raises(ValidationError, match="resendRound 2 names no round"):
+        InputRequiredCall.model_validate({"tool": "approve", "rounds": [{"respond": {"action": "accept"}}],
+                                          "resendRound": 2})
+    for partner in (2, 3):  # itself; past the end
+        calls = [*CONTRACT["inputRequiredCalls"][:2], {**CONTRACT["inputRequiredCalls"][2], "interleaveWith": partner}]
+        with pytest.raises(ValidationError, match=rf"inputRequiredCalls\[2\]\.interleaveWith {partner} names no other"):
+            TaskContract.model_validate({**CONTRACT, "inputRequiredCalls": calls})
 
 
 # ---- the checked-in tasks that use the stage -----------------------------------------------------------------
@@ -254,7 +283,7 @@ TASKS_WITH_ROUNDS = [t for t in discover_tasks()[0] if t.kind == "build" and t.c
 
 
 def test_some_task_uses_the_stage() -> None:
-    assert "py-v5-09-raw-input-required-approval" in {t.id for t in TASKS_WITH_ROUNDS}
+    assert "py-v6-09-raw-input-required-approval" in {t.id for t in TASKS_WITH_ROUNDS}
 
 
 @pytest.mark.parametrize("task", TASKS_WITH_ROUNDS, ids=lambda t: t.id)

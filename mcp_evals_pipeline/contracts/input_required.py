@@ -3,6 +3,11 @@
 A call is scripted round by round: in each round the server must answer `tools/call` with an input_required result
 carrying one elicitation request, and the grader answers it with the round's `respond` (an elicitation result).
 After the last scripted round the server must return the final tool result, which `isError` / `expect` check.
+
+Two options test that a flow's progress lives in `requestState` alone, as a client sees it: `resendRound` re-sends
+a round's answers with its requestState (a client retry) and expects the same next step again; `interleaveWith`
+plays another call's flow alongside this one, exchange by exchange (with the same arguments: two flows for one
+target at once). Both absent: the call is played alone, once through.
 """
 
 from __future__ import annotations
@@ -63,4 +68,21 @@ class InputRequiredCall(Covers):
     # per exchange; default: the contract's
     timeout_seconds: float | None = Field(default=None, gt=0, le=MAX_WAIT_SECONDS)
 
+    # A client retry: after round K's answers are sent and the next step is checked, the grader sends round K's
+    # answers again with round K's requestState; the reply is held to the same script (round K+1's, or the final
+    # result's `isError` / `expect`) and the flow goes on from it. None: no retry.
+    resend_round: int | None = Field(default=None, ge=1)
+    # Another flow at once: the index (0-based) in inputRequiredCalls of a call whose exchanges this check plays
+    # alternately with its own (this call's first, then that call's, ...), held to that call's rounds, `isError`
+    # and `expect` (its own resendRound / interleaveWith are not played here). That call still runs alone at its own
+    # check. None: this flow alone.
+    interleave_with: int | None = Field(default=None, ge=0)
+
     _listify = field_validator("expect", mode="before")(as_list)
+
+    @model_validator(mode="after")
+    def _resend_a_scripted_round(self) -> InputRequiredCall:
+        if self.resend_round is not None and self.resend_round > len(self.rounds):
+            raise ValueError(f"resendRound {self.resend_round} names no round (the call scripts "
+                             f"{len(self.rounds)})")
+        return self

@@ -246,6 +246,11 @@ class TaskContract(ContractModel):
             for rid in named:
                 if rid not in ids:
                     raise ValueError(f"{where} names requirement {rid!r}, which is not in requirements")
+        for i, call in enumerate(self.input_required_calls):
+            partner = call.interleave_with
+            if partner is not None and (partner == i or partner >= len(self.input_required_calls)):
+                raise ValueError(f"inputRequiredCalls[{i}].interleaveWith {partner} names no other call of "
+                                 f"inputRequiredCalls (0-based, {len(self.input_required_calls)} calls)")
         if any(c.as_user for c in self.calls) and self.oauth is None:
             raise ValueError("calls[].asUser needs an oauth section")
         if self.oauth is not None:

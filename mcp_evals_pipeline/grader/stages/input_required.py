@@ -8,6 +8,12 @@ server must return the final tool result, checked like a call of the `calls` sta
 answers too early, asks the wrong question or asks once too often fails at the round where it went wrong, and the
 detail says which round.
 
+A call may also prove that the flow's progress travels in requestState alone: with `resendRound` K the exchange
+carrying round K's answers is sent twice, as a client retry would (the second reply held to the same script, the
+flow going on from it); with `interleaveWith` another call's flow is played alongside, exchange by exchange, on
+the same client. A server that keeps the round in its own memory (keyed by the target, or by a token it forgets
+once used) answers one of them with the wrong step.
+
 One check per call, id `input-required:<tool>:<n>` (n counts per tool), all on one modern-protocol client.
 """
 
@@ -104,38 +110,84 @@ class InputRequiredStage(Feature):
 
     async def _check(self, call: InputRequiredCall) -> str:
         client = await self._modern_client()
-        grading = self.grading
-        name = grading.tool_names.get(call.tool, call.tool)
-        sig = _signature(name, call.args)
-        timeout = call.timeout_seconds or grading.contract.call_timeout_seconds
+        flow = _Flow(self.grading, client, call, _signature(self.grading.tool_names.get(call.tool, call.tool),
+                                                             call.args), call.resend_round)
+        flows = [flow]
+        if call.interleave_with is not None:
+            # The other call's flow, played alongside without its own options; named apart, as its arguments
+            # may equal this call's.
+            other = self.grading.contract.input_required_calls[call.interleave_with]
+            sig = _signature(self.grading.tool_names.get(other.tool, other.tool), other.args)
+            flows.append(_Flow(self.grading, client, other,
+                               f"{sig} (inputRequiredCalls[{call.interleave_with}], played alongside)", None))
+        while not all(f.final_text is not None for f in flows):
+            for f in flows:
+                if f.final_text is None:
+                    await f.step()
         total = len(call.rounds)
-        responses: types.InputResponses | None = None
-        state: str | None = None
+        actions = ", ".join(r.respond.action for r in call.rounds)
+        detail = f'{total} round(s) answered ({actions}); final "{clip(flow.final_text or "", 120)}"'
+        if call.resend_round is not None:
+            detail += f"; round {call.resend_round}'s answers re-sent: the same next step"
+        if len(flows) > 1:
+            detail += f'; alongside inputRequiredCalls[{call.interleave_with}]: final ' \
+                      f'"{clip(flows[1].final_text or "", 60)}"'
+        return detail
 
-        async def exchange(what: str) -> types.CallToolResult | types.InputRequiredResult:
-            answers, echoed = responses, state
-            return await grading.talk(what, lambda: client.session.call_tool(
-                name, call.args, read_timeout_seconds=timeout, input_responses=answers, request_state=echoed,
-                allow_input_required=True), timeout + 5)
 
-        for index, scripted in enumerate(call.rounds, start=1):
-            where = f"{sig} round {index} of {total}"
-            result = await exchange(where)
-            if not isinstance(result, types.InputRequiredResult):
-                asking = f' asking "{scripted.request_contains}"' if scripted.request_contains else ""
-                raise StepFailed(f'{where}: expected an input_required result{asking}, found the final result '
-                                 f'"{clip(tool_result_text(result))}" (isError {_flag(result.is_error)})')
-            responses = {_answered_key(where, scripted, result): _elicit_result(scripted.respond)}
-            state = result.request_state
+class _Flow:
+    """One scripted call played one exchange at a time (so that two can be played alternately): exchange n
+    (1..rounds) must be round n's input_required result, exchange rounds+1 the final result."""
 
-        final = await exchange(f"{sig} final call after {total} round(s)")
+    def __init__(self, grading: GradingContext, client: Client, call: InputRequiredCall, sig: str,
+                 resend_round: int | None):
+        self.grading, self.client, self.call, self.sig = grading, client, call, sig
+        self.resend_round = resend_round
+        self.timeout = call.timeout_seconds or grading.contract.call_timeout_seconds
+        self.sent = 0  # exchanges made
+        self.responses: types.InputResponses | None = None
+        self.state: str | None = None
+        self.final_text: str | None = None  # set once the final result passed its checks
+
+    async def _send(self, what: str, answers: types.InputResponses | None,
+                    echoed: str | None) -> types.CallToolResult | types.InputRequiredResult:
+        name, args, timeout = self.grading.tool_names.get(self.call.tool, self.call.tool), self.call.args, self.timeout
+        client = self.client
+        return await self.grading.talk(what, lambda: client.session.call_tool(
+            name, args, read_timeout_seconds=timeout, input_responses=answers, request_state=echoed,
+            allow_input_required=True), timeout + 5)
+
+    async def step(self) -> None:
+        self.sent += 1
+        n, total = self.sent, len(self.call.rounds)
+        # The exchange carrying round n-1's answers is the one a client retry re-sends.
+        plays = [""] if self.resend_round != n - 1 else ["", f" (round {n - 1}'s answers re-sent)"]
+        answers, echoed = self.responses, self.state  # what this exchange sends, each time it is played
+        for again in plays:
+            if n <= total:
+                self._take_round(n, await self._send(f"{self.sig} round {n} of {total}{again}", answers, echoed),
+                                 again)
+            else:
+                self._take_final(await self._send(f"{self.sig} final call after {total} round(s){again}", answers,
+                                                  echoed), again)
+
+    def _take_round(self, n: int, result: types.CallToolResult | types.InputRequiredResult, again: str) -> None:
+        scripted, where = self.call.rounds[n - 1], f"{self.sig} round {n} of {len(self.call.rounds)}{again}"
+        if not isinstance(result, types.InputRequiredResult):
+            asking = f' asking "{scripted.request_contains}"' if scripted.request_contains else ""
+            raise StepFailed(f'{where}: expected an input_required result{asking}, found the final result '
+                             f'"{clip(tool_result_text(result))}" (isError {_flag(result.is_error)})')
+        self.responses = {_answered_key(where, scripted, result): _elicit_result(scripted.respond)}
+        self.state = result.request_state
+
+    def _take_final(self, final: types.CallToolResult | types.InputRequiredResult, again: str) -> None:
+        total, lead = len(self.call.rounds), f"{self.sig}{again}"
         if isinstance(final, types.InputRequiredResult):
             asked = "; ".join(_describe_request(r) for r in (final.input_requests or {}).values()) or "no request"
-            raise StepFailed(f"{sig}: expected the final result after {total} round(s), found an input_required "
+            raise StepFailed(f"{lead}: expected the final result after {total} round(s), found an input_required "
                              f"result asking for round {total + 1} ({asked})")
-        text = grading.check_result(f"{sig} after {total} round(s)", final, call.is_error, call.expect)
-        actions = ", ".join(r.respond.action for r in call.rounds)
-        return f'{total} round(s) answered ({actions}); final "{clip(text, 120)}"'
+        self.final_text = self.grading.check_result(f"{lead} after {total} round(s)", final, self.call.is_error,
+                                                    self.call.expect)
 
 
 def _answered_key(where: str, scripted: InputRound, result: types.InputRequiredResult) -> str:
