@@ -29,4 +29,8 @@ know that a comparison crosses a version boundary."""
 # top-level await and Node's globals whatever TypeScript runs; the usage marker matches answers as whole words (a
 # reply stating the opposite fails, `claim` where no question was asked), checks the order of writes a request
 # implies, and voids only a would-be pass when planted text was never seen.
-GRADER_VERSION = "2.6.0"
+# 2.7.0: an input_required call can re-send a round's answers with its requestState (a client's retry:
+# `resendRound`) and be played alongside another call's flow (`interleaveWith`), so state kept in the server's memory
+# instead of requestState fails (py-v6-09, v6-09); a typecheck may be answered from the result of the same inputs
+# (grader/tsc_cache.py: the verdict is tsc's either way).
+GRADER_VERSION = "2.7.0"
