@@ -207,3 +207,34 @@ def _materialize_findings(store: TrialStore) -> dg.ExecuteInProcessResult:
     with dg.instance_for_test() as instance:
         return dg.materialize([findings], partition_key="2026-11-23", instance=instance, raise_on_error=False,
                               resources={"eval_store": EvalStore(database=str(store.path))})
+
+
+def test_clean_batches_count_across_weeks_and_a_return_is_recurring() -> None:
+    """status.decide alone (no model, no store): one clean batch is quiet, the second (the next week) apparently
+    resolved, and the signature's return recurring again; a week its task did not run counts for nothing."""
+    from mcp_evals_pipeline.findings.contract import BuildSignature, Finding, Signature
+    from mcp_evals_pipeline.findings.signature import WeekObservation
+    from mcp_evals_pipeline.findings.status import decide, with_week
+    from mcp_evals_pipeline.synthesis.figures import FailingTrial
+
+    item = BuildSignature(**X)
+    def failing(batch: str) -> FailingTrial:
+        return FailingTrial("t-x--noskill+blank--t1", "t-x", "noskill+blank", 1, "r", batch, "contract.entry",
+                            "entry", None, None, "missing", None, None)
+
+    finding = Finding(id="F-0001", title="x", category="docs", signature=Signature(build=[item]),
+                      first_seen="2026-11-08", last_seen="2026-11-08", status="new")
+    weeks = [("2026-11-08", {item: [failing("2026-11-06")]}, {"t-x": {"2026-11-04", "2026-11-06"}}),
+             ("2026-11-15", {}, {}),  # t-x did not run
+             ("2026-11-22", {}, {"t-x": {"2026-11-18"}}),
+             ("2026-11-29", {}, {"t-x": {"2026-11-25"}}),
+             ("2026-12-06", {item: [failing("2026-12-02")]}, {"t-x": {"2026-12-02", "2026-12-04"}})]
+    verdicts = []
+    for week, seen, ran in weeks:
+        finding = with_week(finding, decide(finding, WeekObservation(week=week, seen=seen, ran=ran)))
+        verdicts.append((finding.history[-1].status, finding.history[-1].clean_batches))
+    # Seen on Friday (no clean batch after it); one clean batch is quiet, the next week's second resolves it; the
+    # return counts its own week's later batch only.
+    assert verdicts == [("new", 0), ("not-observed", 0), ("quiet", 1), ("apparently-resolved", 1),
+                        ("recurring", 1)]
+    assert (finding.status, str(finding.last_seen)) == ("recurring", "2026-12-06")

@@ -18,6 +18,7 @@ from mcp_evals_pipeline.findings.contract import (
     Quote,
     Signature,
     SignatureItem,
+    WeekStatus,
 )
 from mcp_evals_pipeline.findings.signature import WeekObservation, describe
 from mcp_evals_pipeline.findings.status import RESOLVED_AFTER_BATCHES, decide, with_week
@@ -66,8 +67,12 @@ class FindingsWeek:
     created: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # proposals (or parts of them) code dropped, and why
 
+    def entry(self, finding: Finding) -> WeekStatus | None:
+        """The finding's verdict for this week (a re-run of an older week reads that week's, not the latest)."""
+        return next((h for h in finding.history if h.week == self.week), None)
+
     def with_status(self, status: str) -> list[Finding]:
-        return [f for f in self.findings if f.history and f.history[-1].week == self.week and f.status == status]
+        return [f for f in self.findings if (e := self.entry(f)) is not None and e.status == status]
 
 
 def apply_week(findings: list[Finding], obs: WeekObservation, block: str | None, quote_sources: list[str],

@@ -152,7 +152,9 @@ def _findings_lines(week: FindingsWeek | None) -> list[str]:
             continue
         lines += [f"**{CHANGE_LABELS[status]}**", ""]
         for f in found:
-            entry = f.history[-1]
+            entry = week.entry(f)
+            if entry is None:  # with_status returns only the findings judged this week
+                continue
             seen = (f"; {len(entry.matching_trials)} matching trial(s): "
                     + ", ".join(md_code(t) for t in entry.matching_trials[:5])
                     + (" …" if len(entry.matching_trials) > 5 else "")) if entry.matching_trials else ""
