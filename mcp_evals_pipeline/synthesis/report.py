@@ -158,7 +158,8 @@ def _findings_lines(week: FindingsWeek | None) -> list[str]:
             seen = (f"; {len(entry.matching_trials)} matching trial(s): "
                     + ", ".join(md_code(t) for t in entry.matching_trials[:5])
                     + (" …" if len(entry.matching_trials) > 5 else "")) if entry.matching_trials else ""
-            closed = f"; closed by {f.closes[-1].by} ({_clip(f.closes[-1].reason, 80)})" if f.closed else ""
+            closed = (f"; closed by {md_text(f.closes[-1].by)} ({md_text(_clip(f.closes[-1].reason, 80))})"
+                      if f.closed else "")
             lines.append(f"- {f.id} [{f.category}] {md_text(f.title)} (first seen {f.first_seen}, last seen "
                          f"{f.last_seen}{seen}{closed})")
         lines.append("")
