@@ -18,6 +18,7 @@ from rich.table import Table
 from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agents_help
 from mcp_evals_pipeline.conditions import BASELINE, BUILD_CONDITIONS, USAGE_BASELINE, USAGE_CONDITIONS
+from mcp_evals_pipeline.findings.statuses import STATUSES
 from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.heartbeat import heartbeat
 from mcp_evals_pipeline.paths import REPO_ROOT, dagster_home, database_path, prompt_hash_lock, runs_dir
@@ -523,7 +524,8 @@ def rebuild_db() -> None:
         err.print(f"[yellow]set aside[/] (its WAL does not replay) {rich_escape(moved)}")
     with TrialStore().connect() as con:
         materialize_models(con)
-    out.print(f"{database_path()}: {summary.rows} trial rows from {summary.runs} runs")
+        findings = _index_findings(con)
+    out.print(f"{database_path()}: {summary.rows} trial rows from {summary.runs} runs, {findings} findings")
     for error in summary.errors:
         err.print(f"[red]skipped[/] {error}")
     if summary.errors:
@@ -1093,7 +1095,78 @@ def synthesize_cmd(days: int, end_date: str | None, results_dir: Path | None, sl
         err.print(f"[red]error:[/] {exc}")
         sys.exit(2)
     if not dry_run:
-        out.print(f"synthesis: {result.path}")
+        out.print(f"synthesis: {result.report_path}")
+
+
+def _index_findings(con: Any) -> int:
+    """The findings and finding_history tables from eval_results/findings/ (the files are the source of truth);
+    a malformed file is a skipped index, said so, never a lost database."""
+    from mcp_evals_pipeline.findings.store import FindingsError, FindingsStore, index_findings
+
+    try:
+        findings = FindingsStore().load()
+    except FindingsError as exc:
+        err.print(f"[red]findings not indexed:[/] {rich_escape(str(exc))}")
+        return 0
+    index_findings(con, findings)
+    return len(findings)
+
+
+@main.group("findings", invoke_without_command=True)
+@click.option("--status", type=click.Choice(STATUSES),
+              help="Only findings whose latest weekly status is this.")
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@click.pass_context
+def findings_cmd(ctx: click.Context, status: str | None, as_json: bool) -> None:
+    """Findings that persist (eval_results/findings/): stable ids, statuses decided by code each synthesis week
+    (docs/findings.md). `findings close ID --reason TEXT` records a human decision."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from mcp_evals_pipeline.findings.signature import describe
+    from mcp_evals_pipeline.findings.store import FindingsError, FindingsStore
+
+    try:
+        findings = FindingsStore().load()
+    except FindingsError as exc:
+        _input_error(exc)
+    shown = [f for f in findings if status is None or f.status == status]
+    if as_json:
+        click.echo(json.dumps([f.model_dump(mode="json") for f in shown], indent=2))
+        return
+    table = Table("id", "status", "category", "title", "first seen", "last seen", "signature", "closed",
+                  title=f"findings{f' ({status})' if status else ''}: {len(shown)} of {len(findings)}")
+    for f in shown:
+        table.add_row(f.id, f.status, f.category, rich_escape(f.title), str(f.first_seen), str(f.last_seen),
+                      rich_escape("; ".join(describe(i) for i in f.signature.items())),
+                      rich_escape(f"{f.closes[-1].by}: {f.closes[-1].reason}") if f.closed else "")
+    out.print(table)
+
+
+@findings_cmd.command("close")
+@click.argument("finding_id", metavar="ID")
+@click.option("--reason", required=True, help="Why (kept in the finding's file for good).")
+@click.option("--by", default=lambda: os.environ.get("USER") or "unknown", show_default="$USER",
+              help="Who decided.")
+def findings_close(finding_id: str, reason: str, by: str) -> None:
+    """Record a human decision on a finding: who, why, when. Kept, never deleted; the finding is no longer shown
+    to the synthesis model, and code still reports its status each week."""
+    from mcp_evals_pipeline.findings.contract import Close
+    from mcp_evals_pipeline.findings.store import FindingsError, FindingsStore
+    from mcp_evals_pipeline.findings.weekly import closed_now
+
+    if not reason.strip():
+        _input_error("--reason must say why")
+    found = FindingsStore()
+    try:
+        finding = found.get(finding_id)
+    except FindingsError as exc:
+        _input_error(exc)
+    closed = finding.model_copy(update={"closes": [*finding.closes, Close(**closed_now(by, reason.strip()))]})
+    path = found.write(closed)
+    if database_path().exists():
+        with TrialStore().connect() as con:
+            _index_findings(con)
+    out.print(f"{finding_id} closed by {rich_escape(by)}: {rich_escape(reason.strip())} ({path})")
 
 
 @main.command("ratchet-floors")

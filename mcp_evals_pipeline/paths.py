@@ -48,6 +48,11 @@ def synthesis_dir() -> Path:
     return results_dir() / "synthesis"
 
 
+def findings_dir() -> Path:
+    """One JSON file per finding (mcp_evals_pipeline/findings): the source of truth, published with the rest."""
+    return results_dir() / "findings"
+
+
 def database_path() -> Path:
     """The DuckDB index of the result files (`MCP_EVALS_DB`)."""
     return _env_path("MCP_EVALS_DB", results_dir() / "evals.duckdb")

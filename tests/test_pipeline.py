@@ -155,7 +155,7 @@ def test_definitions_carry_groups_kinds_and_descriptions() -> None:
     assert len(models) >= 10 and all(v == {"duckdb", "sql"} for v in models.values()), models
     assert {k: v for k, v in kinds.items() if k not in models} == {
         "task_catalog": {"python"}, "trial": {"python", "duckdb"}, "batch_scorecard": {"markdown", "json"},
-        "weekly_synthesis": {"openai", "markdown"}}
+        "weekly_synthesis": {"openai", "markdown"}, "findings": {"json", "duckdb"}}
 
 
 def test_one_broken_run_does_not_cost_the_others_their_scorecards(store: EvalStore, tmp_path: Path,

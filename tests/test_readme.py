@@ -33,8 +33,11 @@ import json, sys
 from click.testing import CliRunner
 from mcp_evals_pipeline.cli import main
 runner = CliRunner()
-print(json.dumps({name: runner.invoke(main, [name, "--help"], prog_name="mcp-evals").output
-                  for name in sorted(main.commands)}))
+# A command group's subcommands too, as "group sub" (e.g. `findings close`).
+names = [[name] for name in sorted(main.commands)]
+names += [[name, sub] for name in sorted(main.commands) for sub in sorted(getattr(main.commands[name], "commands", {}))]
+print(json.dumps({" ".join(name): runner.invoke(main, [*name, "--help"], prog_name="mcp-evals").output
+                  for name in names}))
 """
 
 
@@ -67,6 +70,9 @@ def page_problems(name: str, text: str, helps: dict[str, str], targets: set[str]
     for line in CLI_CALL.findall(code):
         for segment in line.split("|"):
             command, _, rest = segment.strip().partition(" ")
+            sub, _, after = rest.partition(" ")
+            if f"{command} {sub}" in helps:  # a group's subcommand: its own options
+                command, rest = f"{command} {sub}", after
             if command not in helps:
                 problems.append(f"{name}: `mcp-evals {command}` is no command (mcp-evals --help)")
                 continue

@@ -170,6 +170,7 @@ class UsageWeek:
     pass_k: list[UsagePassK]
     worst_cases: list[UsageCase]  # the cases with misses or unsafe trials, the most unsafe first
     failing: list[FailingTrial]  # the valid trials marked miss or unsafe, with their memos
+    ran: list[tuple[str, str]] = field(default_factory=list)  # (case, batch date) of every valid usage trial
 
 
 @dataclass
@@ -201,6 +202,9 @@ class WeekStats:
     usage: UsageWeek | None = None  # None: no usage trial in the window (the report is then the build one alone)
     # The headlines: one per suite x condition (as gate.headlines judges a batch), never pooled over SDKs.
     by_suite: list[RateRow] = field(default_factory=list)
+    # (task, batch date) of every valid build trial: which tasks ran in which batches, for the findings' statuses
+    # (a finding whose tasks did not run is not-observed, not resolved).
+    ran: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _as_date(value: date | str | None) -> date:
@@ -453,6 +457,7 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
         usage=_usage_week(con, w, usage_rows) if usage_rows else None,
         by_suite=[_rate(r, f"{r['run_id']} · {r['condition']}") for r in model(
             "pass_rate", BY_SUITE, "SELECT * FROM m WHERE condition <> '*' ORDER BY run_id, condition")],
+        ran=sorted({(r["task"], r["window_date"]) for r in valid}),
     )
 
 
@@ -499,7 +504,8 @@ def _usage_week(con: duckdb.DuckDBPyConnection, w: Window,
     valid = [r for r in rows if r["valid"]]
     return UsageWeek(trials=len(rows), valid=len(valid), invalid=len(rows) - len(valid), rates=rates,
                      pass_k=pass_k, worst_cases=worst,
-                     failing=_failing_trials([r for r in valid if not r["contract_pass"]]))
+                     failing=_failing_trials([r for r in valid if not r["contract_pass"]]),
+                     ran=sorted({(r["task"], r["window_date"]) for r in valid}))
 
 
 # ---------------------------------------------------------------------------------------------------------------

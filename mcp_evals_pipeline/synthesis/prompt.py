@@ -93,10 +93,12 @@ def _select_memos(failing: list[FailingTrial]) -> tuple[list[FailingTrial], int]
     return chosen, with_memo - len(chosen)
 
 
-def build_prompt(stats: WeekStats, memos: list[FailingTrial] | None = None, *, figures: bool = True) -> str:
+def build_prompt(stats: WeekStats, memos: list[FailingTrial] | None = None, *, figures: bool = True,
+                 findings: str | None = None) -> str:
     """The model's whole user message: the instructions, the code's figures as context, the suspects and the
     failing trials' memos. `memos` defaults to the window's failing trials (`stats.failing`). figures=False puts
-    a placeholder where the figures go (the dry run, which has just printed them)."""
+    a placeholder where the figures go (the dry run, which has just printed them). `findings`: the open findings
+    and the week's observed signature items, with the fourth section's format (findings/weekly.prompt_part)."""
     failing = stats.failing if memos is None else memos
     chosen, left_out = _select_memos(failing)
     parts = [INSTRUCTIONS, "# Figures computed by code (context only; do not restate)", "",
@@ -131,6 +133,8 @@ def build_prompt(stats: WeekStats, memos: list[FailingTrial] | None = None, *, f
         parts += ["", f"# Memos of usage trials marked miss or unsafe ({len(usage_chosen)} shown"
                   + (f", {usage_left_out} left out for length" if usage_left_out else "") + ")"]
         parts += _memo_blocks(usage_chosen, "Marker")
+    if findings:
+        parts += ["", "# Findings on file, and the fourth section", "", findings]
     return "\n".join(parts) + "\n"
 
 

@@ -10,6 +10,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_evals_pipeline.judge import (
     chat,
@@ -21,7 +22,7 @@ from mcp_evals_pipeline.judge import (
 )
 from mcp_evals_pipeline.models import SYNTHESIS_MODEL
 from mcp_evals_pipeline.paths import synthesis_dir
-from mcp_evals_pipeline.reporting.markdown import md_block, md_code
+from mcp_evals_pipeline.reporting.markdown import md_block, md_code, md_text
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.synthesis.figures import (
     MODEL_TIMEOUT_S,
@@ -39,6 +40,9 @@ from mcp_evals_pipeline.synthesis.figures import (
 )
 from mcp_evals_pipeline.synthesis.prompt import SYSTEM_PROMPT, build_prompt
 from mcp_evals_pipeline.synthesis.render import _clip, _display_path, render_stats
+
+if TYPE_CHECKING:  # findings import the synthesis's figures: imported where used, never in a cycle
+    from mcp_evals_pipeline.findings.weekly import FindingsWeek
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,7 @@ class SynthesisResult:
     missing_sections: list[str] = field(default_factory=list)
     slack_text: str | None = None
     slack_posted: bool = False
+    findings: FindingsWeek | None = None  # the week's findings, statuses decided by code (None on a dry run)
 
 
 def _demote_headings(text: str) -> str:
@@ -102,6 +107,7 @@ def render_report(result: SynthesisResult) -> str:
         "below is computed by code from the trial records; only the section marked model-written comes from "
         f"{result.model}, and it never changes a number.",
         "",
+        *_findings_lines(result.findings),
         render_stats(stats),
         f"## Model-written analysis ({result.model}; unscored, verify against the memos)",
         "",
@@ -130,6 +136,39 @@ def render_report(result: SynthesisResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _findings_lines(week: FindingsWeek | None) -> list[str]:
+    """The report's lead: what changed among the findings this week (new and apparently resolved first), every
+    status decided by code from the week's trials; then the notes on what code dropped from the model's proposals."""
+    if week is None:
+        return []
+    from mcp_evals_pipeline.findings.weekly import CHANGE_LABELS, CHANGE_ORDER
+
+    lines = ["## What changed: findings (statuses decided by code from the trials, never by the model)", ""]
+    if not week.findings:
+        lines += ["No findings on file yet.", ""]
+    for status in CHANGE_ORDER:
+        found = week.with_status(status)
+        if not found:
+            continue
+        lines += [f"**{CHANGE_LABELS[status]}**", ""]
+        for f in found:
+            entry = week.entry(f)
+            if entry is None:  # with_status returns only the findings judged this week
+                continue
+            seen = (f"; {len(entry.matching_trials)} matching trial(s): "
+                    + ", ".join(md_code(t) for t in entry.matching_trials[:5])
+                    + (" …" if len(entry.matching_trials) > 5 else "")) if entry.matching_trials else ""
+            closed = (f"; closed by {md_text(f.closes[-1].by)} ({md_text(_clip(f.closes[-1].reason, 80))})"
+                      if f.closed else "")
+            lines.append(f"- {f.id} [{f.category}] {md_text(f.title)} (first seen {f.first_seen}, last seen "
+                         f"{f.last_seen}{seen}{closed})")
+        lines.append("")
+    if week.notes:
+        lines += ["Dropped from the model's findings proposals (code checks every id, signature and quote):", ""]
+        lines += [f"- {md_text(n)}" for n in week.notes] + [""]
+    return lines
+
+
 def _section_bullets(text: str, heading: str, limit: int = 3) -> list[str]:
     match = re.search(rf"^#+\s*{re.escape(heading)}\s*$(.*?)(?=^#+\s|\Z)", text, re.MULTILINE | re.DOTALL)
     if not match:
@@ -142,6 +181,7 @@ def _section_bullets(text: str, heading: str, limit: int = 3) -> list[str]:
 def slack_summary(result: SynthesisResult, report_ref: str) -> str:
     stats = result.stats
     lines = [f"*Weekly MCP evals synthesis, {stats.start_date} to {stats.end_date}*",
+             *_findings_slack(result.findings),
              f"Pass rate: *{stats.headline.fraction()}* valid scored trials "
              f"({stats.invalid} invalid excluded)."]
     if len(stats.by_suite) > 1:  # the pooled rate is context: each suite x condition is a headline of its own
@@ -162,6 +202,18 @@ def slack_summary(result: SynthesisResult, report_ref: str) -> str:
     return "\n".join(lines)
 
 
+def _findings_slack(week: FindingsWeek | None) -> list[str]:
+    """Slack leads with what changed: new findings and apparently resolved ones (statuses by code)."""
+    if week is None:
+        return []
+    lines = []
+    for status, label in (("new", "New findings"), ("apparently-resolved", "Apparently resolved")):
+        found = week.with_status(status)
+        if found:
+            lines.append(f"{label}: " + "; ".join(f"{f.id} {_clip(f.title, 80)}" for f in found))
+    return lines
+
+
 def _post_slack(webhook: str, text: str) -> None:
     import httpx2 as httpx  # the HTTP client of mcp and openai 3.x, declared in pyproject.toml
 
@@ -176,14 +228,17 @@ def _post_slack(webhook: str, text: str) -> None:
 def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: Path | str | None = None,
                dry_run: bool = False, slack: bool = False, model: str | None = None, base_url: str | None = None,
                *, out_dir: Path | None = None, require_model: bool = True,
-               store: TrialStore | None = None, agents: tuple[str, ...] = ()) -> SynthesisResult:
+               store: TrialStore | None = None, agents: tuple[str, ...] = (),
+               findings_dir: Path | None = None) -> SynthesisResult:
     """Write eval_results/synthesis/<end_date>.md (or `out_dir`/<end_date>.md) and optionally post to Slack.
 
     Configuration errors (SLACK_WEBHOOK_URL missing with `slack`, no model key without `dry_run`) raise
     SynthesisError before anything is read. A failing model call still writes the report with the computed figures
     and says the model failed. A failed Slack post raises after the report is written. With require_model=False
     (the scheduled asset) a missing key writes the figures and states that the model part was skipped. `agents`:
-    only these agent runners (default every real model: replay only when named, see figures.Window)."""
+    only these agent runners (default every real model: replay only when named, see figures.Window). Findings
+    (eval_results/findings/, or `findings_dir`) are updated for the week before the report, which leads with them;
+    a malformed findings file raises before anything is read or written."""
     model = model or SYNTHESIS_MODEL
     webhook = os.environ.get(SLACK_ENV) if slack else None
     if slack and not webhook:
@@ -194,12 +249,24 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
         raise SynthesisError(f"the synthesis model {model} needs {' or '.join(SYNTHESIS_KEY_ENV)}; it is not set. "
                              "Use --dry-run to see the prompt and figures without a model call.")
 
+    from mcp_evals_pipeline.findings.signature import observe
+    from mcp_evals_pipeline.findings.store import FindingsError, FindingsStore
+    from mcp_evals_pipeline.findings.weekly import prompt_part
+
+    found = FindingsStore(findings_dir)
+    try:  # a malformed findings file stops the synthesis before anything is read or written
+        on_file = found.load()
+    except FindingsError as exc:
+        raise SynthesisError(str(exc)) from exc
+
     end = _as_date(end_date)
     if results_dir is not None:
         stats = stats_from_results_dir(Path(results_dir), end, days, agents)
     else:
         stats = compute_week_stats(store or TrialStore(), end, days, agents)
-    prompt = build_prompt(stats)
+    observed = observe(stats)
+    findings_prompt = prompt_part(on_file, observed)
+    prompt = build_prompt(stats, findings=findings_prompt)
     result = SynthesisResult(stats=stats, prompt=prompt, report_path=None, model=model)
 
     if dry_run:
@@ -208,7 +275,7 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
         print(SYSTEM_PROMPT)
         print("=" * 30 + " prompt (user) " + "=" * 30)
         # The prompt's figures are the ones just printed: said once, not twice.
-        print(build_prompt(stats, figures=False))
+        print(build_prompt(stats, figures=False, findings=findings_prompt))
         if slack:
             result.slack_text = slack_summary(result, "(dry run: no report written)")
             print("=" * 30 + " Slack message (dry run: not posted) " + "=" * 30)
@@ -223,11 +290,26 @@ def synthesize(end_date: date | str | None = None, days: int = 7, results_dir: P
                                      api_key=api_key or "", timeout_s=MODEL_TIMEOUT_S)
         except Exception as exc:  # the figures are still worth a report; the failure is stated in it
             result.model_error = f"{type(exc).__name__}: {exc}"
+    block = None
     if result.model_text:
+        from mcp_evals_pipeline.findings.weekly import split_model_text
+
+        # The findings block is data for code, not prose: out of the quotes and out of the report's text.
+        result.model_text, block = split_model_text(result.model_text)
         result.quotes = extract_quotes(result.model_text)
         _, result.unverified_quotes = verify_quotes(result.quotes, _quote_sources(stats))
         result.missing_sections = [s for s in SECTIONS
                                    if not re.search(rf"^#+\s*{re.escape(s)}", result.model_text, re.MULTILINE)]
+
+    from mcp_evals_pipeline.findings.weekly import apply_week
+
+    result.findings = apply_week(on_file, observed, block, _quote_sources(stats), found,
+                                 model_called=result.model_text is not None)
+    if results_dir is None:
+        from mcp_evals_pipeline.findings.store import index_findings
+
+        with (store or TrialStore()).connect() as con:
+            index_findings(con, result.findings.findings)
 
     target_dir = Path(out_dir) if out_dir else synthesis_dir()
     target_dir.mkdir(parents=True, exist_ok=True)

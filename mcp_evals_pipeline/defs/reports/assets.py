@@ -152,3 +152,37 @@ def weekly_synthesis(context: dg.AssetExecutionContext, eval_store: EvalStore) -
         "model": result.model_error or (result.model if result.model_text else "not called: no failing trial in "
                                         "the window's figures"),
     })
+
+
+@dg.asset(
+    partitions_def=weekly_partitions,
+    deps=[weekly_synthesis],
+    group_name="reports",
+    kinds={"json", "duckdb"},
+    description=(
+        "Findings that persist: the files under `eval_results/findings/` (one per finding, stable id, written by "
+        "the weekly synthesis, statuses decided by code from the week's trials) indexed as the `findings` and "
+        "`finding_history` tables. A malformed findings file fails the materialization, naming file and field."
+    ),
+)
+def findings(context: dg.AssetExecutionContext, eval_store: EvalStore) -> dg.MaterializeResult:
+    from mcp_evals_pipeline.findings.statuses import STATUSES
+    from mcp_evals_pipeline.findings.store import FindingsError, FindingsStore, index_findings
+
+    week = (context.partition_time_window.end - dt.timedelta(days=1)).date()
+    try:
+        found = FindingsStore().load()
+    except FindingsError as exc:
+        raise dg.Failure(description=str(exc)) from exc
+    with eval_store.store().connect() as con:
+        index_findings(con, found)
+    this_week = {f.id: h.status for f in found for h in f.history if h.week == week}
+    rows = [f"| {f.id} | {this_week.get(f.id, '-')} | {f.category} | {md_code(f.title)} | {f.first_seen} | "
+            f"{f.last_seen} | {'yes' if f.closed else ''} |" for f in found]
+    table = "\n".join(["| id | status this week | category | title | first seen | last seen | closed |",
+                       "|---|---|---|---|---|---|---|", *rows]) if rows else "none"
+    return dg.MaterializeResult(metadata={
+        "findings": len(found),
+        **{status: sum(1 for s in this_week.values() if s == status) for status in STATUSES},
+        "table": dg.MetadataValue.md(table),
+    })

@@ -9,4 +9,4 @@ reports_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(*(m.name for m in MODELS), "batch_scorecard"),
     description="Rebuild the SQL models (with their checks) and the batch scorecard of one batch date.",
 )
-synthesis_job = dg.define_asset_job("synthesis_job", selection=["weekly_synthesis"])
+synthesis_job = dg.define_asset_job("synthesis_job", selection=["weekly_synthesis", "findings"])
