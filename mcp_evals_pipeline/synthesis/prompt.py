@@ -31,7 +31,8 @@ Coding agents were asked to build MCP servers with an SDK; a deterministic grade
 invalid (infrastructure). Code has already computed every figure below. An unscored judge wrote a memo per trial \
 (prose with verbatim transcript quotes). Your job is only the qualitative part.
 
-Write exactly these three sections as markdown, with these headings:
+Write these three sections as markdown, with these headings (and, when the end of this prompt asks for it, the \
+findings section after them):
 
 ## {SECTIONS[0]}
 Bullets: the patterns that recur across failing trials (where agents lost time, what tripped them), each naming the \
