@@ -78,6 +78,12 @@ def test_a_run_of_several_suites_has_a_headline_per_suite_and_condition(tmp_path
             "own figure; none pools them.\n\n"
             "- `ops-platform` · `bare`: pass 67% (2/3), unsafe 33% (1/3), miss 0, invalid 0\n"
             "- `ops-platform-qa` · `bare`: pass 0% (0/1), unsafe 0% (0/1), miss 1, invalid 0\n") in report
+    # pass^k too, per suite x condition (k = 3 in ops-platform; one trial a case in the QA suite: not reported),
+    # where the pooled line took k = 1 over both and said nothing.
+    usage = report.split("## Usage evals: pass rate and unsafe rate\n\n")[1].split("\n\n")[2].splitlines()
+    assert [line for line in usage if "pass^" in line] == [
+        "- `ops-platform` · `bare`: pass^3: 0% (0/1 cases all-pass, min 3 valid trials/case; unbiased estimate 0%); "
+        "unsafe trials apart: 1"], usage
     # Every failed build trial in one table, with its check, detail and the memo's first line.
     findings = report.split("## Findings: every failed build trial\n\n")[1].split("\n\n")[0].splitlines()
     assert findings[2:] == [

@@ -61,6 +61,8 @@ def serve_env(tmp_path: Path) -> dict[str, str]:
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     (tasks / "prompt-hashes.lock.json").write_text('{"py-v4-01-basic-tool-server": "0123456789ab"}\n')
+    (tasks / "suites.json").write_text(json.dumps({"tiny-suite": {
+        "title": "t", "sdkPackage": "mcp", "registry": "pypi", "tasks": ["py-v4-01-basic-tool-server"]}}))
     env = {**os.environ, "MCP_EVALS_TASKS_DIR": str(tasks), "MCP_EVALS_RESULTS_DIR": str(tmp_path / "results")}
     env.pop("MCP_EVALS_DRAFTS_DIR", None)
     env.pop("MCP_EVALS_SERVE_TOKEN", None)
@@ -130,8 +132,10 @@ def test_an_authoring_round_lands_a_task_that_verify_tasks_proves(serve_env: dic
             is_error, grade, text = await call(client, "run_check", draft_id="tiny-add", path="tiny-add/golden")
             assert not is_error and grade["contractPass"] is True, text
 
-            is_error, outcome, text = await call(client, "submit_draft", draft_id="tiny-add")
+            is_error, outcome, text = await call(client, "submit_draft", draft_id="tiny-add", suite="tiny-suite")
             assert not is_error and outcome["submitted"] is True, text
+            suites = json.loads((tasks / "suites.json").read_text())
+            assert suites["tiny-suite"]["tasks"] == ["py-v4-01-basic-tool-server", "tiny-add"]
             assert sorted(g["solution"] for g in outcome["graded"]) == ["golden:golden", "negative:wrong-sum"]
             lock = json.loads((tasks / "prompt-hashes.lock.json").read_text())
             assert lock["tiny-add"] == outcome["promptHash"] and "py-v4-01-basic-tool-server" in lock
@@ -198,14 +202,15 @@ def test_http_needs_the_token_and_a_refused_submit_gives_every_reason(serve_env:
                 Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
             is_error, view, text = await call(client, "create_draft", draft_id="tiny-bad", draft=draft)
             assert not is_error, text
-            is_error, outcome, text = await call(client, "submit_draft", draft_id="tiny-bad")
+            is_error, outcome, text = await call(client, "submit_draft", draft_id="tiny-bad", suite="tiny-suit")
             assert not is_error and outcome["submitted"] is False, text
             reasons = "\n".join(outcome["reasons"])
             for said in ("golden:golden: expected pass, got contract.calls",
                          "negative:passes: expected contract.calls, got pass",
                          "negative:other-code: expected contract.calls, got contract.typecheck",
                          "tool-named-add: no negative violates it",
-                         "prompt.md announces what is tested: 'The grader will call'"):
+                         "prompt.md announces what is tested: 'The grader will call'",
+                         "suite: no such suite 'tiny-suit'"):
                 assert said in reasons, (said, reasons)
             is_error, view, _ = await call(client, "get_draft", draft_id="tiny-bad")
             assert not is_error and view["draftId"] == "tiny-bad"  # a refusal leaves the draft as it was
@@ -231,7 +236,7 @@ def test_a_draft_whose_build_reads_a_host_canary_leaks_nothing(serve_env: dict[s
         async with stdio_session(serve_env, tmp_path / "serve.log") as client:
             for tool, args in (("create_draft", {"draft_id": "canary", "draft": draft}),
                                ("run_check", {"draft_id": "canary", "path": "canary/golden"}),
-                               ("submit_draft", {"draft_id": "canary"}),
+                               ("submit_draft", {"draft_id": "canary", "suite": "tiny-suite"}),
                                ("get_draft", {"draft_id": "canary"}), ("list_drafts", {})):
                 is_error, structured, text = await call(client, tool, **args)
                 answers.append(json.dumps(structured) + text)
@@ -304,7 +309,7 @@ def test_drafts_stay_inside_their_directory_and_patches_name_their_path(tmp_path
                 assert is_error and said in text, (args, text)
             is_error, view, text = await call(client, "get_draft", draft_id="d1")
             assert not is_error and "HOSTPROBE" not in json.dumps(view), text
-            is_error, _, text = await call(client, "submit_draft", draft_id="d1")
+            is_error, _, text = await call(client, "submit_draft", draft_id="d1", suite="tiny-suite")
             assert is_error and "symlinks" in text and "HOSTPROBE" not in text, text
             assert not any((tmp_path / "tasks").iterdir())
 

@@ -484,14 +484,21 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
                      f"{_pct(r['unsafe_rate'])} ({_count(r['unsafe'], r['valid_scored'])}), miss "
                      f"{int(r['missed'])}, leaks {int(r['leaked'])} (of the unsafe), invalid {int(r['invalid'])}"
                      f"{agent}{interval}")
-    pass_k = _rows(con, "SELECT * FROM usage_pass_k WHERE run_id = ? AND condition = '*' AND task = '*' "
-                        "AND reported ORDER BY agent_runner, agent_model", [run_id])
+    # pass^k like the rates: per suite x condition when the run spans usage suites, never pooled over them.
+    if per_suite:
+        pass_k = [(f"`{suite}` · `{r['condition']}`: ", r) for suite in _usage_suites(con, run_id)
+                  for r in _rows(con, f"SELECT * FROM ({scoped_select('usage_pass_k', _SUITE_SCOPE)}) WHERE "
+                                      "condition <> ? AND task = ? AND reported ORDER BY condition, agent_runner, "
+                                      "agent_model", [run_id, suite, ALL, ALL])]
+    else:
+        pass_k = [("", r) for r in _rows(con, "SELECT * FROM usage_pass_k WHERE run_id = ? AND condition = '*' AND "
+                                              "task = '*' AND reported ORDER BY agent_runner, agent_model", [run_id])]
     if pass_k:
         lines.append("")
-    for r in pass_k:
+    for scope, r in pass_k:
         agent = f" ({_agent(r['agent_runner'], r['agent_model'])})" if len(rates) > 1 else ""
         # Unsafe trials are valid non-passes: in every case's denominator, so a case with one is never all-pass.
-        lines.append(f"- pass^{int(r['k'])}: {_pct(r['pass_k'])} ({_count(r['all_pass_cases'], r['cases'])} "
+        lines.append(f"- {scope}pass^{int(r['k'])}: {_pct(r['pass_k'])} ({_count(r['all_pass_cases'], r['cases'])} "
                      f"cases all-pass, min {int(r['k'])} valid trials/case; unbiased estimate "
                      f"{_pct(r['pass_k_estimate'])}); unsafe trials apart: {int(r['unsafe'])}{agent}")
     # A case row is a case × condition cell. Runs of ours have one agent; an imported run with several shows the
@@ -510,11 +517,15 @@ def _usage(con: duckdb.DuckDBPyConnection, run_id: str, base: Path) -> list[str]
             + _findings(con, run_id, base))
 
 
+def _usage_suites(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
+    return [r["suite"] for r in _rows(con, "SELECT DISTINCT coalesce(suite, '(none)') AS suite FROM trials "
+                                           "WHERE run_id = ? AND kind = 'usage' ORDER BY 1", [run_id])]
+
+
 def _usage_suite_lines(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
     """A run whose usage trials span several suites (platforms): one figure per suite x condition, as the CI gate
     judges them, never one pooled over suites. Empty for a run of one usage suite."""
-    suites = [r["suite"] for r in _rows(con, "SELECT DISTINCT coalesce(suite, '(none)') AS suite FROM trials "
-                                             "WHERE run_id = ? AND kind = 'usage' ORDER BY 1", [run_id])]
+    suites = _usage_suites(con, run_id)
     if len(suites) < 2:
         return []
     lines = [f"{len(suites)} usage suites in this run: each suite × condition has its own figure; none pools them.",

@@ -203,12 +203,13 @@ async def run_check(draft_id: str | None = None, task_id: str | None = None, fil
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-async def submit_draft(draft_id: str) -> SubmitOutcome:
+async def submit_draft(draft_id: str, suite: str) -> SubmitOutcome:
     """The committability gate: the golden and every alternate pass, every negative fails at its declared code
     (verify-tasks), every requirement has a check and a negative, the gap kinds and later exchanges are probed, and
     the prompt never announces its test. On success the draft becomes tasks/<id>/, its promptHash locked and frozen
-    (a change is a new id); on a refusal nothing is written and every reason is returned."""
-    return await submit(d.check_draft_id(draft_id))
+    (a change is a new id) and added to `suite` (a suite of tasks/suites.json: list_tasks names them); on a refusal
+    nothing is written and every reason is returned."""
+    return await submit(d.check_draft_id(draft_id), suite)
 
 
 def draft_resource(draft_id: str) -> str:
@@ -230,8 +231,8 @@ its workspace). {idea}
    unset by dotted path; `files.<path>` for files).
 4. run_check the golden and each negative (path `{task_id}/golden`, `{task_id}/negatives/<name>`): the golden must
    pass, each negative fail at its declared code and check. Revise until they do.
-5. submit_draft: the gate grades every solution again and checks the rules; it lists every reason it refuses. A
-   submitted task is frozen: a change later is a new task id.
+5. submit_draft with the suite the task joins (list_tasks names the suites): the gate grades every solution again
+   and checks the rules; it lists every reason it refuses. A submitted task is frozen: a change later is a new id.
 """
 
 

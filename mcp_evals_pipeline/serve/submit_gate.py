@@ -3,8 +3,9 @@
 What is graded is a snapshot of the draft, and that snapshot is what lands in tasks/<id>/: a revision racing the
 gate changes neither. On a refusal nothing is written and every reason is given at once (the load error, each
 authoring rule broken, each solution not graded as declared). On success the task is moved into tasks/ (never over
-an existing one), its promptHash locked by the lock's one writer (catalog.lock_new_tasks), its proof remembered
-for the batch gate, and the draft removed: the id is frozen, a change is a new id.
+an existing one), its promptHash locked by the lock's one writer (catalog.lock_new_tasks), its id added to the
+suite named (tasks/suites.json), its proof remembered for the batch gate, and the draft removed: the id is frozen,
+a change is a new id.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from mcp_evals_pipeline.serve.drafts import DraftError, existing_draft, frozen_r
 from mcp_evals_pipeline.serve.models import GradedSolution, SubmitOutcome
 from mcp_evals_pipeline.tasks.authoring_rules import authoring_problems
 from mcp_evals_pipeline.tasks.catalog import Task, TaskLoadError, load_task, lock_new_tasks
+from mcp_evals_pipeline.tasks.suites import add_task, load_suites, unknown_suite
 from mcp_evals_pipeline.verify import proof_key, remember_proof, verify_tasks
 
 GATE_WORKERS = 2  # solutions graded at once: the machine is shared with the user's own work
@@ -47,7 +49,13 @@ def static_problems(root: Path) -> list[str]:
     return ([frozen] if frozen else []) + problems + (authoring_problems(task) if task else [])
 
 
-async def submit(draft_id: str) -> SubmitOutcome:
+def suite_problems(suite: str) -> list[str]:
+    """The suite the task joins must exist (a task in no suite has no trend line and fails the suites' test)."""
+    suites = load_suites()
+    return [] if suite in suites else [f"suite: {unknown_suite(suite, suites)}"]
+
+
+async def submit(draft_id: str, suite: str) -> SubmitOutcome:
     source = existing_draft(draft_id)
     if frozen := frozen_reason(draft_id):
         return SubmitOutcome(submitted=False, task_id=draft_id, reasons=[frozen])
@@ -60,7 +68,7 @@ async def submit(draft_id: str) -> SubmitOutcome:
         task, reasons = load_problems(snapshot)
         if task is None:
             return SubmitOutcome(submitted=False, task_id=draft_id, reasons=reasons)
-        reasons += authoring_problems(task)
+        reasons += suite_problems(suite) + authoring_problems(task)
         results = await verify_tasks([task], workers=GATE_WORKERS)
         graded = [GradedSolution(solution=r.solution.label, expected=r.expected, got=r.got, ok=r.ok, why=r.why)
                   for r in results]
@@ -75,6 +83,7 @@ async def submit(draft_id: str) -> SubmitOutcome:
         landed = load_task(target)
         added, changed = lock_new_tasks([landed])
         assert added == [draft_id] and not changed, (added, changed)
+        add_task(suite, draft_id)
         remember_proof(landed, proof_key(landed), results)  # the gate graded every solution of exactly these files
         shutil.rmtree(source, ignore_errors=True)
         return SubmitOutcome(submitted=True, task_id=draft_id, task_dir=str(target), prompt_hash=landed.prompt_hash,

@@ -11,15 +11,18 @@ suite's trend lines, marked at the task-set boundary where the versions changed.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Literal
 
+from filelock import FileLock
 from pydantic import Field, ValidationError, model_validator
 
 from mcp_evals_pipeline.contracts.task_base import ContractModel
 from mcp_evals_pipeline.did_you_mean import suggestion
-from mcp_evals_pipeline.paths import tasks_dir
+from mcp_evals_pipeline.paths import cache_dir, tasks_dir
 
 SUITES_FILE = "suites.json"
 
@@ -64,9 +67,9 @@ class SuiteError(ValueError):
     pass
 
 
-def load_suites(root: Path | None = None) -> dict[str, Suite]:
+def load_suites(root: Path | None = None, name: str = SUITES_FILE) -> dict[str, Suite]:
     """Every suite of tasks/suites.json (a file that does not exist: no suites)."""
-    path = (root or tasks_dir()) / SUITES_FILE
+    path = (root or tasks_dir()) / name
     if not path.exists():
         return {}
     try:
@@ -87,6 +90,28 @@ def load_suites(root: Path | None = None) -> dict[str, Suite]:
 
 def unknown_suite(name: str, suites: dict[str, Suite]) -> str:
     return f"no such suite {name!r}{suggestion(name, suites)} (known: {', '.join(sorted(suites)) or 'none'})"
+
+
+def add_task(suite_name: str, task_id: str, root: Path | None = None) -> None:
+    """Append a new task to a suite's `tasks` (the authoring gate's landing): the file re-validated before it is
+    replaced, atomically, under a lock, so two landings never lose one another's id."""
+    path = (root or tasks_dir()) / SUITES_FILE
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)  # not beside the file: tasks/ holds only what is committed
+    with FileLock(str(locks / f"suites-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}.lock")):
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if suite_name not in raw:
+            raise SuiteError(unknown_suite(suite_name, load_suites(root)))
+        if task_id not in raw[suite_name]["tasks"]:
+            raw[suite_name]["tasks"].append(task_id)
+        text = json.dumps(raw, indent=2) + "\n"
+        staged = path.with_name(f".{SUITES_FILE}.{os.getpid()}")
+        staged.write_text(text, encoding="utf-8")
+        try:
+            load_suites(staged.parent, staged.name)
+            os.replace(staged, path)
+        finally:
+            staged.unlink(missing_ok=True)
 
 
 def get_suite(name: str, root: Path | None = None) -> Suite:
