@@ -121,3 +121,84 @@ def test_releases_and_boundaries_match_the_rows(db: Path) -> None:
     assert "not the release alone" in release_boundary.render_boundary(drop)
     # As of B3's date, B4 is unknown.
     assert {(b.before.batch_id, b.after.batch_id) for b in early} == {("B2", "B3")}
+
+
+def test_scorecard_and_synthesis_name_the_release_and_the_boundary(db: Path) -> None:
+    with duckdb.connect(str(db)) as con:
+        report = render_report("R-B3-codex", con, run_dir=db.parent)
+        replay = render_report("R-B3-replay", con, run_dir=db.parent)
+        first = render_report("R-B1-codex", con, run_dir=db.parent)
+        week = compute_week_stats(con, "2026-09-07", days=7)
+    section = report.split("## SDK releases", 1)[1].split("\n## ", 1)[0]
+    assert "- `mcp-use`: mcp-use 2.7.0 (installed in 3 of 8 trial(s))" in section
+    assert "- `mcp-python`: mcp 2.7.0 (installed in 2 of 2 trial(s))" in section
+    (pb, nb), (pa, na) = _counts("B2", USE, NS), _counts("B3", USE, NS)
+    diff = stats.newcombe(_wilson(pb, nb), _wilson(pa, na))
+    assert (f"- `mcp-use` `noskill+blank`: 2.6.0 (batch B2: {pb}/{nb}, 0%) -> 2.7.0 (batch B3: {pa}/{na}, 86%): "
+            f"{diff.delta * 100:+.0f} pts (95% {diff.low * 100:+.0f} pts to {diff.high * 100:+.0f} pts): moved beyond "
+            "its noise") in section
+    assert "- `mcp-python` all conditions: 2.6.0 (batch B2: 1/2, 50%) -> 2.7.0 (batch B3: 2/2, 100%)" in section
+    # Recorded sessions name the release but carry no boundary figure; a series' first batch has none to cross.
+    replay_section = replay.split("## SDK releases", 1)[1].split("\n## ", 1)[0]
+    assert "mcp-use 2.7.0" in replay_section and "Recorded sessions: no release-boundary figure" in replay_section
+    assert "No release boundary at this batch for codex/gpt-test" in first
+    # The synthesis: the week 2026-09-01..07 holds every boundary of the real models, replay's batches named by
+    # nothing of their own (B2 and B3 hold codex trials too).
+    assert week.releases is not None
+    assert week.releases.batches == [("B1", USE, "2.6.0"), ("B2", PY, "2.6.0"), ("B2", USE, "2.6.0"),
+                                     ("B3", PY, "2.7.0"), ("B3", USE, "2.7.0"), ("B4", USE, "2.8.0")]
+    assert [(b.suite, b.condition, b.after.batch_id) for b in week.releases.boundaries] == [
+        (PY, "*", "B3"), (PY, NS, "B3"), (USE, "*", "B3"), (USE, NS, "B3"), (USE, "*", "B4"), (USE, NS, "B4")]
+    text = render_stats(week)
+    assert "### SDK releases the batches ran on" in text
+    assert release_boundary.render_boundary(week.releases.boundaries[3]) in text
+    # A week that starts after B3: the B2 -> B3 boundaries are last week's.
+    with duckdb.connect(str(db)) as con:
+        later = compute_week_stats(con, "2026-09-08", days=3)
+    assert later.releases is not None
+    assert {b.after.batch_id for b in later.releases.boundaries} == {"B4"}
+
+
+def test_compare_sdk_pairs_the_batches_of_two_releases(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_evals_pipeline.cli import main
+
+    monkeypatch.setenv("MCP_EVALS_DB", str(db))
+    runner = CliRunner()
+    done = runner.invoke(main, ["compare", "--sdk", "2.6.0", "2.7.0", "--suite", USE, "--json"])
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.output)
+    assert (result["a"], result["b"]) == (f"{USE} 2.6.0", f"{USE} 2.7.0")
+    heads = {(h["condition"], h["agent"]): h for h in result["headlines"]}
+    assert sorted(heads) == [(NS, "codex"), (NS, "replay")]  # per agent runner, as compare pairs batches
+    # 2.6.0 = B1 and B2 pooled, over the tasks both releases ran (basic, queue); 2.7.0 = B3.
+    rows = [r for r in _records() if r.agent_runner == "codex" and r.condition == NS and r.valid
+            and SUITE[r.task] == USE and r.task in (BASIC, QUEUE)]
+    a = [r for r in rows if r.batch_id in ("B1", "B2")]
+    b = [r for r in rows if r.batch_id == "B3"]
+    codex = heads[(NS, "codex")]
+    assert (codex["a"]["passed"], codex["a"]["valid"], codex["b"]["passed"], codex["b"]["valid"]) == (
+        sum(r.grade.contract_pass for r in a), len(a), sum(r.grade.contract_pass for r in b), len(b))
+    diff = stats.newcombe(_wilson(codex["a"]["passed"], codex["a"]["valid"]),
+                          _wilson(codex["b"]["passed"], codex["b"]["valid"]))
+    assert (codex["change"]["delta"], codex["change"]["low"], codex["change"]["high"]) == pytest.approx(
+        (diff.delta, diff.low, diff.high))
+    assert codex["tasks"] == 2 and codex["signTest"] == {"up": 2, "down": 0, "tied": 0, "p": 0.5}
+    # Two suites ran both releases: the suite must be named; an unknown release names the ones there are.
+    for args, message in (
+            (["2.6.0", "2.7.0"], "suites mcp-python, mcp-use each ran on 2.6.0 and 2.7.0: name one with --suite"),
+            (["2.6.0", "2.7.1", "--suite", USE], "no batch of mcp-use ran on SDK release '2.7.1'; did you mean "
+                                                 "2.7.0"),
+            (["2.6.0", "2.8.0", "--suite", PY], "no batch of mcp-python ran on SDK release '2.8.0'"),
+            (["2.6.0"], "two releases")):
+        bad = runner.invoke(main, ["compare", "--sdk", *args])
+        assert bad.exit_code == 2 and message in " ".join(bad.output.split()), (args, bad.output)
+    typo = runner.invoke(main, ["compare", "--sdk", "2.6.0", "2.7.1"])
+    assert typo.exit_code == 2 and ("the releases batches ran on, per suite: mcp-python 2.6.0, 2.7.0; mcp-use 2.6.0, "
+                                    "2.7.0, 2.8.0") in " ".join(typo.output.split()), typo.output
+    # A release that ran none of the other's tasks: nothing paired, and what each side alone ran is said.
+    apart = runner.invoke(main, ["compare", "--sdk", "2.7.0", "2.8.0"])
+    assert apart.exit_code == 0, apart.output
+    assert "No task has valid trials on both sides: nothing is paired." in apart.output
+    assert (f"- only {USE} 2.7.0 ran (what {USE} 2.8.0 lacks): {BASIC}--{NS} (codex), {BASIC}--{NS} (replay), "
+            f"{QUEUE}--{NS} (codex)") in apart.output
+    assert f"- only {USE} 2.8.0 ran (what {USE} 2.7.0 lacks): {DOCS}--{NS} (codex)" in apart.output
