@@ -2,7 +2,9 @@
 
 A side is a batch id (its current attempts), or `BATCH@GRADER_VERSION` (the newest attempt of each of its slots
 graded by that grader version, current or not): after `mcp-evals regrade`, `compare B@<old> B@<new>` shows what
-the marker change alone moved, since both sides hold the very same agent work.
+the marker change alone moved, since both sides hold the very same agent work. Or (`compare --sdk A B`) a side is
+an SDK release of one suite: the current attempts of every batch of the suite that ran on it (the release a batch
+ran on: reporting/release_boundary.py), compared exactly as two batches are.
 
 Cells pair on kind x task x condition x agent runner (the model may differ: that is one of the things a team
 compares). For each cell with valid trials on both sides: its verdict (pass: every valid trial passed; fail: none
@@ -12,7 +14,8 @@ exact sign test over the per-task differences (the task is the unit of pairing),
 take to see a 10-point change at the first side's rate. Usage cells count unsafe apart: never averaged into a pass
 rate. Failure codes, over the paired cells: those only the second batch shows (new) and those only the first did
 (fixed); what one side never ran is named as lacking (`B has no usage trials under bare by replay`), never as
-fixed or new. Invalid trials are counted and leave every denominator.
+fixed or new, and each cell only one side ran is listed under the side that ran it. Invalid trials are counted and
+leave every denominator.
 """
 
 from __future__ import annotations
