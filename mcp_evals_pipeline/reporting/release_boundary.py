@@ -90,7 +90,8 @@ def _dicts(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 def batch_releases(con: duckdb.DuckDBPyConnection, batch_id: str) -> list[Release]:
     """The release `batch_id` ran on, per suite of its trials."""
-    rows = _dicts(con.execute(f"SELECT * FROM ({releases_sql()}) WHERE batch_id = ? ORDER BY suite", [batch_id]))
+    rows = _dicts(con.execute(f"SELECT * FROM ({releases_sql('(SELECT * FROM trials WHERE batch_id = $batch)')}) "
+                              "ORDER BY suite", {"batch": batch_id}))
     return [Release(r["suite"], r["release"], bool(r["installed"]), int(r["installed_trials"]), int(r["trials"]),
                     r["registry_latest"]) for r in rows]
 
@@ -187,16 +188,18 @@ def _side(row: dict[str, Any], prefix: str) -> Side:
                 num(f"{p}wilson_high"))
 
 
-def boundaries(con: duckdb.DuckDBPyConnection, through: str | date | None = None) -> list[Boundary]:
-    """Every release boundary of every real model's series, over the batches dated up to `through` (None: all),
-    so a report re-rendered later shows what was known at its batch."""
+def boundaries(con: duckdb.DuckDBPyConnection, through: str | date | None = None,
+               agent: tuple[str, str | None] | None = None) -> list[Boundary]:
+    """Every release boundary of every real model's series (or of one agent runner and model's), over the batches
+    dated up to `through` (None: all), so a report re-rendered later shows what was known at its batch."""
     # a checked ISO date inlined: the filter appears in three subqueries
     dated = f"batch_date <= DATE '{date.fromisoformat(str(through)[:10]).isoformat()}'" if through else "true"
-    scoped = f"(SELECT * FROM trials WHERE {dated})"
-    sql = _BOUNDARIES.format(releases=releases_sql(scoped), trends=scoped_select("trends", dated),
+    scoped = f"(SELECT * FROM trials WHERE {dated})"  # a batch's release is all its trials' fact, any agent's
+    series = dated + (" AND agent_runner = $runner AND agent_model IS NOT DISTINCT FROM $model" if agent else "")
+    sql = _BOUNDARIES.format(releases=releases_sql(scoped), trends=scoped_select("trends", series),
                              real=real_model_sql("t.agent_runner"))
     found = []
-    for r in _dicts(con.execute(adhoc(sql))):
+    for r in _dicts(con.execute(adhoc(sql), {"runner": agent[0], "model": agent[1]} if agent else None)):
         before, after = _side(r, "b_"), _side(r, "")
         delta = None if before.rate is None or after.rate is None else after.rate - before.rate
         found.append(Boundary(

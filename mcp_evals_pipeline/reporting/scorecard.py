@@ -325,9 +325,9 @@ def _releases(con: duckdb.DuckDBPyConnection, run: Row, batch_date: object) -> l
     agent = md_text(_agent(run["agent_runner"], run["agent_model"]))
     if not is_real_model(run["agent_runner"]):
         return [*lines, "", "Recorded sessions: no release-boundary figure (they prove the harness, not an SDK)."]
-    moved = [b for b in release_boundary.boundaries(con, str(batch_date)[:10] if batch_date else None)
-             if b.after.batch_id == run["batch_id"] and b.agent_runner == run["agent_runner"]
-             and (b.agent_model or "") == (run["agent_model"] or "")]
+    moved = [b for b in release_boundary.boundaries(con, str(batch_date)[:10] if batch_date else None,
+                                                    (run["agent_runner"], run["agent_model"]))
+             if b.after.batch_id == run["batch_id"]]
     if not moved:
         return [*lines, "", f"No release boundary at this batch for {agent}: its previous batch of each suite ran on "
                             "the same release, or there is none."]
