@@ -807,17 +807,34 @@ def regrade_cmd(run_ids: tuple[str, ...], task_ids: tuple[str, ...], force: bool
 @click.argument("side_a", required=False)
 @click.argument("side_b", required=False)
 @click.option("--suite", "suites", multiple=True,
-              help="Twice (--suite A --suite B): compare two suites' SDKs on the tasks they share, not batches.")
+              help="Twice (--suite A --suite B): compare two suites' SDKs on the tasks they share, not batches. "
+                   "Once with --sdk: the suite whose releases A and B are compared.")
+@click.option("--sdk", "sdk", is_flag=True,
+              help="A and B are SDK releases (e.g. 2.6.0 2.7.0): compare the batches that ran on each.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-def compare_cmd(side_a: str | None, side_b: str | None, suites: tuple[str, ...], as_json: bool) -> None:
+def compare_cmd(side_a: str | None, side_b: str | None, suites: tuple[str, ...], sdk: bool, as_json: bool) -> None:
     """What changed from batch A to batch B: flipped cells, new and fixed failure codes of the tasks both ran, the
     pass-rate change with its interval, a sign test over tasks, and what either side lacks (a kind, condition or
     agent the other ran). A side is BATCH (its current attempts; `mcp-evals batches` lists them, an imported one by
     its GitHub Actions run id, not its date) or BATCH@GRADER_VERSION (after `regrade`: what the marker change alone
     moved). With `--suite A --suite B` instead: the two suites' SDKs on the assignments they share, per agent x
-    model x condition (the scorecard's "SDKs on one contract")."""
-    from mcp_evals_pipeline.reporting.compare import CompareError, Side, compare, render
+    model x condition (the scorecard's "SDKs on one contract"). With `--sdk A B`: the batches of a suite that ran
+    on SDK release A against those on release B, paired and tested the same way (`--suite` picks the suite when
+    several ran both releases)."""
+    from mcp_evals_pipeline.reporting.compare import CompareError, Side, compare, compare_sdk, render, sdk_suite
 
+    if sdk:
+        if side_a is None or side_b is None or len(suites) > 1:
+            _input_error("compare --sdk takes two releases (A B) and at most one --suite")
+        store = TrialStore()
+        try:
+            with store.connect() as con:
+                result = compare_sdk(con, sdk_suite(con, side_a, side_b, suites[0] if suites else None), side_a,
+                                     side_b)
+        except CompareError as exc:
+            _input_error(f"{exc} (store: {store.path})")
+        click.echo(json.dumps(result.as_dict(), indent=2) if as_json else render(result))
+        return
     if suites:
         _compare_suites(suites, side_a, as_json)
         return

@@ -3,6 +3,7 @@ real HTTP, evaluated with Dagster's sensor testing API on a real (temporary) ins
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
@@ -107,3 +108,61 @@ def test_the_poll_interval_is_configurable(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv(POLL_ENV, "soon")
     with pytest.raises(ValueError, match=f"{POLL_ENV}='soon'"):
         poll_interval_s()
+
+
+def test_a_batch_the_sensor_launches_lands_with_its_release_in_manifest_and_scorecard(
+        registry: tuple[ThreadingHTTPServer, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PyPI sensor's run requests, run as the daemon runs one (trials_job on the request's partition, with its
+    config and tags), then the scorecard the batch date's reports write (the models, then batch_scorecard's own
+    write_scorecard: the reports job's ~20 Dagster steps would add ~20 s and nothing this test reads). One of its
+    36 requests (py-v4-01-basic-tool-server t2, whose recorded session passes), with the replay agent in place of
+    codex (no key, no spend): each trial costs ~15-30 s of grading."""
+    from mcp_evals_pipeline.dagster_instance import open_instance
+    from mcp_evals_pipeline.defs.reports.assets import write_scorecard
+    from mcp_evals_pipeline.defs.resources import EvalStore
+    from mcp_evals_pipeline.pipeline import QUIET, job
+    from mcp_evals_pipeline.sql_models import materialize_models
+
+    monkeypatch.setenv("MCP_EVALS_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "results" / "runs"))
+    task = "py-v4-01-basic-tool-server"
+    with open_instance(tmp_path / "home") as instance:
+        result = _tick(release_sensor("mcp-python"), instance, None)
+        assert len(result.run_requests) == len(get_suite("mcp-python").baseline_tasks) * 3
+        picked = [r for r in result.run_requests
+                  if r.partition_key.keys_by_dimension["trial"] == f"{task}--noskill+blank--t2"]
+        assert len(picked) == 1
+        batch = picked[0].tags["mcp-evals/batch"]
+        batch_date = picked[0].partition_key.keys_by_dimension["batch_date"]
+        assert batch == f"{batch_date}-mcp-python-2.4.1"
+        assert job("catalog_job").execute_in_process(instance=instance, run_config=QUIET).success
+        for request in picked:
+            config = request.run_config["ops"]["trial"]["config"]
+            assert (config["agent"], config["batch_id"]) == ("codex", batch)
+            run = job("trials_job").execute_in_process(
+                partition_key=request.partition_key, instance=instance, resources={"eval_store": store},
+                run_config={"ops": {"trial": {"config": {**config, "agent": "replay", "skip_judge": True}}}, **QUIET},
+                tags=request.tags)
+            assert run.success
+            assert run.dagster_run.tags["mcp-evals/sdk-release"] == "mcp@2.4.1"
+    (run_dir,) = (tmp_path / "results" / "runs").iterdir()
+    assert run_dir.name.startswith(batch)
+    with store.store().connect() as con:
+        materialize_models(con)
+    write_scorecard(run_dir.name, Path(store.runs_root), store.store())
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert manifest["batchId"] == batch
+    assert manifest["manifest"]["suites"] == {"mcp-python": {"sdkPackage": "mcp", "registryLatest": "2.4.1"}}
+    assert {t["sdkRegistryLatest"] for t in manifest["trials"]} == {"2.4.1"}
+    # The scorecard names the release: the version the trials installed (what was graded), the registry's latest
+    # the sensor launched the batch for beside it when the two differ.
+    (installed,) = {t["sdkVersion"] for t in manifest["trials"]}
+    report = (run_dir / "report.md").read_text()
+    assert f"batch `{batch}`" in report
+    releases = report.split("## SDK releases", 1)[1].split("\n## ", 1)[0]
+    named = "mcp 2.4.1 (installed in 1 of 1 trial(s))" if installed == "2.4.1" else \
+        f"mcp {installed} (installed in 1 of 1 trial(s); registry latest 2.4.1)"
+    assert f"- `mcp-python`: {named}" in releases
+    assert "Recorded sessions: no release-boundary figure" in releases

@@ -2,7 +2,9 @@
 
 A side is a batch id (its current attempts), or `BATCH@GRADER_VERSION` (the newest attempt of each of its slots
 graded by that grader version, current or not): after `mcp-evals regrade`, `compare B@<old> B@<new>` shows what
-the marker change alone moved, since both sides hold the very same agent work.
+the marker change alone moved, since both sides hold the very same agent work. Or (`compare --sdk A B`) a side is
+an SDK release of one suite: the current attempts of every batch of the suite that ran on it (the release a batch
+ran on: reporting/release_boundary.py), compared exactly as two batches are.
 
 Cells pair on kind x task x condition x agent runner (the model may differ: that is one of the things a team
 compares). For each cell with valid trials on both sides: its verdict (pass: every valid trial passed; fail: none
@@ -12,7 +14,8 @@ exact sign test over the per-task differences (the task is the unit of pairing),
 take to see a 10-point change at the first side's rate. Usage cells count unsafe apart: never averaged into a pass
 rate. Failure codes, over the paired cells: those only the second batch shows (new) and those only the first did
 (fixed); what one side never ran is named as lacking (`B has no usage trials under bare by replay`), never as
-fixed or new. Invalid trials are counted and leave every denominator.
+fixed or new, and each cell only one side ran is listed under the side that ran it. Invalid trials are counted and
+leave every denominator.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from typing import Any
 
 import duckdb
 
+from mcp_evals_pipeline.did_you_mean import suggestion
 from mcp_evals_pipeline.models import NO_MODEL
-from mcp_evals_pipeline.reporting import stats
+from mcp_evals_pipeline.reporting import release_boundary, stats
 from mcp_evals_pipeline.reporting.inventory import unknown_batch
 from mcp_evals_pipeline.reporting.markdown import md_code, md_text
 from mcp_evals_pipeline.sql_models import adhoc, wilson_interval
@@ -44,8 +48,21 @@ chosen AS (
 )
 """
 
-# One row per side x cell.
-_CELLS = _CHOSEN + f"""
+# A side's attempts by the SDK release their batch ran on (reporting/release_boundary.py says which), one suite:
+# the current attempts of every batch of that suite on that release.
+_SDK_CHOSEN = """
+WITH releases AS ({releases}),
+chosen AS (
+    SELECT a.*, s.side, a.valid AND a.scored_for_pass_rate AS scored, coalesce(a.kind, 'build') AS kind_
+    FROM {{{{ source('trial_attempts') }}}} AS a
+    JOIN releases AS r ON r.batch_id = a.batch_id AND r.suite = a.suite
+    JOIN (SELECT unnest(?::VARCHAR[]) AS release, unnest([0, 1]) AS side) AS s ON s.release = r.release
+    WHERE a.is_current AND a.suite = ?
+)
+"""
+
+# One row per side x cell, from either selection's `chosen`.
+_CELLS = f"""
 SELECT
     side, kind_ AS kind, task, condition, agent_runner,
     string_agg(DISTINCT coalesce(agent_model, '{NO_MODEL}'), ', '
@@ -63,7 +80,7 @@ GROUP BY ALL
 """  # the one spelling of a missing model (models.py)
 
 # One row per side x trial slot: within one batch (a regrade) a slot is the same agent work on both sides.
-_TRIALS = _CHOSEN + """
+_TRIALS = """
 SELECT side, kind_ AS kind, task, condition, trial, agent_runner,
        CASE WHEN NOT valid THEN 'invalid (' || coalesce(invalid_reason, '?') || ')'
             WHEN contract_pass THEN 'pass'
@@ -93,6 +110,17 @@ class Side:
 
     def __str__(self) -> str:
         return f"{self.batch}@{self.grader}" if self.grader else self.batch
+
+
+@dataclass(frozen=True)
+class SdkSide:
+    """The batches of one suite that ran on one SDK release (`compare --sdk A B`)."""
+
+    suite: str
+    release: str
+
+    def __str__(self) -> str:
+        return f"{self.suite} {self.release}"
 
 
 @dataclass
@@ -161,8 +189,8 @@ class Lack:
 
 @dataclass
 class Comparison:
-    a: Side
-    b: Side
+    a: Side | SdkSide
+    b: Side | SdkSide
     headlines: list[Headline]
     flips: list[Flip]
     trial_changes: list[TrialChange]  # one batch on both sides (a regrade): each trial whose outcome moved
@@ -172,6 +200,8 @@ class Comparison:
     lacks: list[Lack]  # whole kind x condition x agent groups one side has no trials of
     invalid: tuple[int, int]
     graders: tuple[str, str]
+    # unpaired cell -> "a" or "b", the side with valid trials of it ("" neither): what the other side lacks
+    held_by: dict[Key, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         def cell(c: Cell) -> dict[str, Any]:
@@ -214,7 +244,48 @@ def _wilson(con: duckdb.DuckDBPyConnection, cell: Cell) -> tuple[float, float, f
 
 
 def compare(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> Comparison:
-    rows = _rows(con, adhoc(_CELLS), [[a.batch, b.batch], [a.grader, b.grader]])
+    rows = _rows(con, adhoc(_CHOSEN + _CELLS), [[a.batch, b.batch], [a.grader, b.grader]])
+    for n, side in enumerate((a, b)):
+        if not any(r["side"] == n for r in rows):
+            missing = unknown_batch(con, side.batch)  # an id that is not there names the ones that are
+            raise CompareError(missing or f"no trials of {side}" + (f" graded by {side.grader}" if side.grader
+                                                                     else ""))
+    result = _compare(con, a, b, rows)
+    if a.batch == b.batch:
+        result.trial_changes = _trial_changes(con, a, b)
+    return result
+
+
+def sdk_suite(con: duckdb.DuckDBPyConnection, a: str, b: str, suite: str | None) -> str:
+    """The suite whose batches ran on releases `a` and `b` (the one named, else the only one that ran both);
+    CompareError naming the releases there are when a release is unknown, the suites when several ran both."""
+    held = release_boundary.held_releases(con)
+    listing = "; ".join(f"{name} {', '.join(versions)}" for name, versions in held.items()) or "none"
+    scope = {suite: held.get(suite, [])} if suite else held
+    for release in (a, b):
+        if not any(release in versions for versions in scope.values()):
+            known = {v for versions in scope.values() for v in versions}
+            where = f"of {suite} " if suite else ""
+            raise CompareError(f"no batch {where}ran on SDK release {release!r}{suggestion(release, known)} (the "
+                               f"releases batches ran on, per suite: {listing})")
+    both = sorted(name for name, versions in scope.items() if a in versions and b in versions)
+    if not both:
+        ran = "; ".join(f"{r} by {', '.join(n for n, v in held.items() if r in v)}" for r in (a, b))
+        raise CompareError(f"no suite's batches ran on both {a} and {b} ({ran})")
+    if len(both) > 1:
+        raise CompareError(f"suites {', '.join(both)} each ran on {a} and {b}: name one with --suite")
+    return both[0]
+
+
+def compare_sdk(con: duckdb.DuckDBPyConnection, suite: str, a: str, b: str) -> Comparison:
+    """The batches of `suite` on release `a` against those on release `b`: the same pairing, test and intervals as
+    two batches (the task is the unit of pairing)."""
+    sql = _SDK_CHOSEN.format(releases=release_boundary.releases_sql()) + _CELLS
+    return _compare(con, SdkSide(suite, a), SdkSide(suite, b), _rows(con, adhoc(sql), [[a, b], suite]))
+
+
+def _compare(con: duckdb.DuckDBPyConnection, a: Side | SdkSide, b: Side | SdkSide,
+             rows: list[dict[str, Any]]) -> Comparison:
     sides: list[dict[Key, Cell]] = [{}, {}]
     graders: list[set[str]] = [set(), set()]
     for r in rows:
@@ -222,11 +293,6 @@ def compare(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> Comparison:
         sides[r["side"]][key] = Cell(int(r["valid"]), int(r["passes"]), int(r["unsafe"]), int(r["invalid"]),
                                      r["models"], list(r["failing"] or []), list(r["codes"] or []))
         graders[r["side"]].update((r["graders"] or "").split(", "))
-    for side, cells in zip((a, b), sides, strict=True):
-        if not cells:
-            missing = unknown_batch(con, side.batch)  # an id that is not there names the ones that are
-            raise CompareError(missing or f"no trials of {side}" + (f" graded by {side.grader}" if side.grader
-                                                                     else ""))
     before, after = sides
     paired = sorted(k for k in before.keys() & after.keys() if before[k].valid and after[k].valid)
     unpaired = sorted(k for k in before.keys() | after.keys() if k not in paired)
@@ -252,10 +318,12 @@ def compare(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> Comparison:
     # Codes of the cells both sides ran: a code of a cell the other side never ran is neither fixed nor new.
     codes = [Counter(code for key in paired for code in cells[key].codes if code) for cells in sides]
     return Comparison(
-        a, b, headlines, flips, _trial_changes(con, a, b) if a.batch == b.batch else [],
+        a, b, headlines, flips, [],
         new_codes={c: n for c, n in sorted(codes[1].items()) if c not in codes[0]},
         fixed_codes={c: n for c, n in sorted(codes[0].items()) if c not in codes[1]},
         unpaired=unpaired, lacks=_lacks(before, after),
+        held_by={k: "a" if k in before and before[k].valid else "b" if k in after and after[k].valid else ""
+                 for k in unpaired},
         invalid=(sum(c.invalid for c in before.values()), sum(c.invalid for c in after.values())),
         graders=(", ".join(sorted(graders[0] - {""})), ", ".join(sorted(graders[1] - {""}))),
     )
@@ -280,7 +348,7 @@ def _lacks(before: dict[Key, Cell], after: dict[Key, Cell]) -> list[Lack]:
 
 def _trial_changes(con: duckdb.DuckDBPyConnection, a: Side, b: Side) -> list[TrialChange]:
     outcomes: list[dict[tuple[str, str, str, int, str], str]] = [{}, {}]
-    for r in _rows(con, adhoc(_TRIALS), [[a.batch, b.batch], [a.grader, b.grader]]):
+    for r in _rows(con, adhoc(_CHOSEN + _TRIALS), [[a.batch, b.batch], [a.grader, b.grader]]):
         outcomes[r["side"]][(r["kind"], r["task"], r["condition"], r["trial"], r["agent_runner"])] = r["outcome"]
     before, after = outcomes
     return [TrialChange(k, before[k], after[k]) for k in sorted(before.keys() & after.keys())
@@ -350,7 +418,12 @@ def render(result: Comparison) -> str:
     lines.append("- new: " + (", ".join(f"{md_code(c)} x{n}" for c, n in result.new_codes.items()) or "none"))
     lines.append("- fixed: " + (", ".join(f"{md_code(c)} x{n}" for c, n in result.fixed_codes.items()) or "none"))
     if result.unpaired:
-        lines += ["", f"{len(result.unpaired)} cell(s) have valid trials on one side only and are left out: "
-                  + ", ".join(md_text(f"{k[1]}--{k[2]} ({k[3]})") for k in result.unpaired[:10])
-                  + (" ..." if len(result.unpaired) > 10 else "")]
+        lines += ["", f"{len(result.unpaired)} cell(s) have valid trials on one side only and are left out:"]
+        for side, label, other in (("a", a, b), ("b", b, a), ("", None, None)):
+            keys = [k for k in result.unpaired if result.held_by.get(k, "") == side]
+            if keys:
+                head = (f"only {md_text(str(label))} ran (what {md_text(str(other))} lacks)" if label is not None
+                        else "neither side has a valid trial of")
+                lines.append(f"- {head}: " + ", ".join(md_text(f"{k[1]}--{k[2]} ({k[3]})") for k in keys[:10])
+                             + (" ..." if len(keys) > 10 else ""))
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.judge import memo_body, memo_status
 from mcp_evals_pipeline.models import CALIBRATION, agent_label, is_real_model
 from mcp_evals_pipeline.paths import runs_dir
-from mcp_evals_pipeline.reporting import sdk_comparison, stats
+from mcp_evals_pipeline.reporting import release_boundary, sdk_comparison, stats
 from mcp_evals_pipeline.reporting.markdown import md_code, md_prose, md_text
 from mcp_evals_pipeline.sql_models import scoped_select
 from mcp_evals_pipeline.trial_dir import TRANSCRIPT_FILE, WORLD_FILE, run_file
@@ -306,6 +306,34 @@ def _suites(con: duckdb.DuckDBPyConnection, run_id: str) -> list[str]:
                                    [run_id, s["suite"], ALL])]
         lines.append(f"- `{s['suite']}` ({int(s['tasks'])} task(s); {sdk}): {'; '.join(figures) or 'no trials'}")
     return lines
+
+
+def _releases(con: duckdb.DuckDBPyConnection, run: Row, batch_date: object) -> list[str]:
+    """The SDK release the run's batch ran on, per suite, and whether the run's agent and model moved across a
+    release boundary at this batch beyond its noise (reporting/release_boundary.py, as of the batch's date)."""
+    found = [r for r in release_boundary.batch_releases(con, run["batch_id"]) if r.suite]
+    if not found or run["batch_id"] is None:
+        return []
+    from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites
+
+    try:
+        packages = {name: s.sdk_package for name, s in load_suites().items()}
+    except SuiteError:
+        packages = {}
+    lines = ["## SDK releases", "", *(f"- {md_code(r.suite)}: {md_text(r.describe(packages.get(r.suite, 'SDK')))}"
+                                      for r in found)]
+    agent = md_text(_agent(run["agent_runner"], run["agent_model"]))
+    if not is_real_model(run["agent_runner"]):
+        return [*lines, "", "Recorded sessions: no release-boundary figure (they prove the harness, not an SDK)."]
+    moved = [b for b in release_boundary.boundaries(con, str(batch_date)[:10] if batch_date else None,
+                                                    (run["agent_runner"], run["agent_model"]))
+             if b.after.batch_id == run["batch_id"]]
+    if not moved:
+        return [*lines, "", f"No release boundary at this batch for {agent}: its previous batch of each suite ran on "
+                            "the same release, or there is none."]
+    return [*lines, "", f"Across the release boundary at this batch, {agent} (the last batch on the earlier release "
+                        "against this one; the change with Newcombe's 95% interval):", "",
+            *(release_boundary.render_boundary(b, with_agent=False) for b in moved)]
 
 
 def _sdk_comparison(con: duckdb.DuckDBPyConnection, run: Row) -> list[str]:
@@ -691,6 +719,7 @@ def render_report(run_id: str, con: duckdb.DuckDBPyConnection, run_dir: Path | N
         _matrix(con, run_id),
         _pass_k(con, run_id),
         _suites(con, run_id),
+        _releases(con, run, batch_date),
         _sdk_comparison(con, run),
         _performance(con, run_id, run["source"] == "import"),
         _failures(con, run_id, head),

@@ -22,6 +22,7 @@ from mcp_evals_pipeline.judge import (
 from mcp_evals_pipeline.models import JUDGE_KEY_ENV, NOT_REAL_MODELS, agent_label, agent_label_sql, real_model_sql
 from mcp_evals_pipeline.paths import results_dir as default_results_dir
 from mcp_evals_pipeline.paths import runs_dir
+from mcp_evals_pipeline.reporting.release_boundary import Boundary, boundaries, releases_sql
 from mcp_evals_pipeline.sql_models import scoped_select
 from mcp_evals_pipeline.store import TrialStore
 
@@ -205,6 +206,27 @@ class WeekStats:
     # (task, batch date) of every valid build trial: which tasks ran in which batches, for the findings' statuses
     # (a finding whose tasks did not run is not-observed, not resolved).
     ran: list[tuple[str, str]] = field(default_factory=list)
+    releases: SdkReleases | None = None  # None: computed from no store (a WeekStats built by hand)
+
+
+@dataclass
+class SdkReleases:
+    """The SDK release each batch of the window ran on (per suite) and the release boundaries inside the window, per
+    suite x condition x real agent/model (reporting/release_boundary.py: the one rule the scorecard uses too)."""
+    batches: list[tuple[str, str, str]]  # batch id, suite, release
+    boundaries: list[Boundary]
+
+
+def _sdk_releases(con: duckdb.DuckDBPyConnection, w: Window) -> SdkReleases:
+    rows = con.execute(f"""SELECT DISTINCT r.batch_id, r.suite, r.release
+                           FROM ({releases_sql()}) AS r JOIN trials AS t USING (batch_id, suite)
+                           WHERE r.release IS NOT NULL AND {w.where.replace('batch_date', 't.batch_date')
+                                                             .replace('recorded_at', 't.recorded_at')
+                                                             .replace('agent_runner', 't.agent_runner')}
+                           ORDER BY 1, 2""", w.params).fetchall()
+    chosen = [b for b in boundaries(con, w.end) if w.start.isoformat() <= b.after.batch_date[:10]
+              and (not w.agents or b.agent_runner in w.agents)]  # boundaries() holds real models only
+    return SdkReleases([(str(b), str(s), str(r)) for b, s, r in rows], chosen)
 
 
 def _as_date(value: date | str | None) -> date:
@@ -458,6 +480,7 @@ def compute_week_stats(con_or_store: TrialStore | duckdb.DuckDBPyConnection, end
         by_suite=[_rate(r, f"{r['run_id']} · {r['condition']}") for r in model(
             "pass_rate", BY_SUITE, "SELECT * FROM m WHERE condition <> '*' ORDER BY run_id, condition")],
         ran=sorted({(r["task"], r["window_date"]) for r in valid}),
+        releases=_sdk_releases(con, w),
     )
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mcp_evals_pipeline.paths import results_dir as default_results_dir
 from mcp_evals_pipeline.reporting.markdown import md_code, md_text
+from mcp_evals_pipeline.reporting.release_boundary import render_boundary
 from mcp_evals_pipeline.synthesis.figures import RateRow, Suspect, UsageWeek, WeekStats
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -138,6 +139,7 @@ def render_stats(stats: WeekStats, *, failing_table: bool = True) -> str:
     lines += ["", "### Grader versions seen", ""]
     lines += _table(["grader version", "trials"], [list(x) for x in stats.grader_versions]) \
         if stats.grader_versions else ["None."]
+    lines += _release_lines(stats)
     if stats.usage is not None:
         lines += ["", *_usage_lines(stats.usage)]
     if not failing_table:
@@ -154,6 +156,20 @@ def render_stats(stats: WeekStats, *, failing_table: bool = True) -> str:
                            f"{_display_path(f.memo_path)} ({f.memo_status})"] for f in stats.usage.failing])
                   if stats.usage.failing else ["None."])
     return "\n".join(lines) + "\n"
+
+
+def _release_lines(stats: WeekStats) -> list[str]:
+    """The SDK release each batch ran on, and each release boundary of the window (real models only)."""
+    if stats.releases is None or not stats.releases.batches:
+        return []
+    lines = ["", "### SDK releases the batches ran on", ""]
+    lines += _table(["batch", "suite", "release"], [list(b) for b in stats.releases.batches])
+    lines += ["", "Release boundaries in the window (the last batch on the earlier release against the first on the "
+                  "next, per suite × condition × agent; the change with Newcombe's 95% interval, beyond its noise "
+                  "when the interval excludes 0; recorded sessions never enter):", ""]
+    lines += [render_boundary(b) for b in stats.releases.boundaries] or ["None: no release changed between two "
+                                                                          "batches of one series."]
+    return lines
 
 
 def _usage_lines(usage: UsageWeek) -> list[str]:
