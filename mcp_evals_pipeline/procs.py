@@ -75,11 +75,15 @@ def can_connect(host: str, port: int, timeout: float = 0.2) -> bool:
 _PR_SET_PDEATHSIG = 1
 
 
+# Resolved once, in the parent: the child of a fork in a threaded process must not dlopen (the loader's lock may be
+# held by a thread that no longer exists there; a sandboxed agent command once died of SIGSEGV before its exec).
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: if the harness dies hard (SIGKILL, OOM), the kernel kills the child too,
     since no `finally` of ours will run then."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def spawn(cmd: list[str], *, cwd: Path, env: Mapping[str, str], log_path: Path) -> subprocess.Popen[bytes]:
