@@ -11,9 +11,7 @@ nothing is written yet. The commands turn it into one line and exit 2.
 from __future__ import annotations
 
 import math
-import os
 import re
-import threading
 from pathlib import Path
 
 import duckdb
@@ -107,29 +105,18 @@ def _walk(value: object, path: str, name: str, problems: list[tuple[str, str]],
             dates.append((path, value, _DATE_FIELDS[name]))
 
 
-_LOCAL = threading.local()
-
-
-def _casting_connection() -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB of this thread and process, kept: opening one costs ~0.1 s, which an import of a few
-    hundred runs paid once per record."""
-    con = getattr(_LOCAL, "con", None)
-    if con is None or getattr(_LOCAL, "pid", None) != os.getpid():
-        con = _LOCAL.con = duckdb.connect(":memory:")
-        _LOCAL.pid = os.getpid()
-    return con
-
-
 def _unreadable_dates(dates: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
     """The dates DuckDB itself cannot cast to their column's type: asked of DuckDB, in one query per type."""
     problems = []
-    con = _casting_connection()
-    for sql_type in sorted({t for _, _, t in dates}):
-        paths = [(p, v) for p, v, t in dates if t == sql_type]
-        (unread,) = con.execute(f"SELECT list_transform(?::VARCHAR[], lambda v: try_cast(v AS {sql_type}) IS NULL)",
-                                [[v for _, v in paths]]).fetchone()
-        problems += [(path, f"{value[:40]!r} is not a {sql_type} DuckDB can read")
-                     for (path, value), bad in zip(paths, unread, strict=True) if bad]
+    # A connection per call (~0.1 s), never one kept open: with a DuckDB left open in the process, a later fork's
+    # child (a sandboxed command's, before its exec) died of SIGSEGV.
+    with duckdb.connect(":memory:") as con:
+        for sql_type in sorted({t for _, _, t in dates}):
+            paths = [(p, v) for p, v, t in dates if t == sql_type]
+            (unread,) = con.execute(f"SELECT list_transform(?::VARCHAR[], lambda v: try_cast(v AS {sql_type}) IS NULL)",
+                                    [[v for _, v in paths]]).fetchone()
+            problems += [(path, f"{value[:40]!r} is not a {sql_type} DuckDB can read")
+                         for (path, value), bad in zip(paths, unread, strict=True) if bad]
     return problems
 
 
