@@ -100,6 +100,11 @@ def main() -> None:
     from mcp_evals_pipeline.paths import cache_dir
 
     fresh_world(cache_dir())
+    # The world lives in the usage world's private scratch (TMPDIR, 0700, removed with it); the grader that
+    # run_check and submit_draft call makes its boxes' relay sockets under TMPDIR, bound by uid nobody, who cannot
+    # enter that scratch: its temporary files go where a grading's always do.
+    os.environ.pop("TMPDIR", None)
+    tempfile.tempdir = None
     from mcp_evals_pipeline.serve.server import run_stdio
 
     run_stdio()
