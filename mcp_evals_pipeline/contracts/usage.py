@@ -257,8 +257,9 @@ class UsageContract(ContractModel):
         if self.world is None:
             if (self.must_land or self.plants or self.injection is not None
                     or any("{world}" in v for v in self.server.env.values())):
-                raise ValueError("mustLand, plants, injection and {world} need a world (the fake that records the writes "
-                                 "and serves the plants); a server without one is marked by mustCall / mustNotCall")
+                raise ValueError("mustLand, plants, injection and {world} need a world (the fake that records the "
+                                 "writes and serves the plants); a server without one is marked by mustCall / "
+                                 "mustNotCall")
         else:
             check_plants(self.world, self.plants)
         if self.injection is not None and self.injection.marker not in json.dumps(self.plants):

@@ -1,14 +1,14 @@
-"""`mcp-evals serve` over stdio, on a world of its own: the server of the `evals-server` usage suite.
-
-Every start builds a fresh world under TMPDIR (the usage world's scratch, removed with it) from committed fixtures,
-then serves it: a results store indexed from the earlier harness's eight fixture runs (tests/fixtures/legacy_runs,
-imported as `mcp-evals import-runs` does, the SQL models built), a tasks directory holding one real task (its
-suite and lock entry beside it, the fixture runs' tasks listed as retired so their rows carry the suite), and an
-empty drafts area. The built world is kept as a template under the grader's cache (keyed by a hash of everything it
-is made from: the fixtures, the task, the SQL models and the code that indexes them, DuckDB's version), so a start
-copies it (~50 ms) instead of importing and indexing again (~3 s of CPU). The server reads its directories from MCP_EVALS_TASKS_DIR, MCP_EVALS_RESULTS_DIR and
-MCP_EVALS_DRAFTS_DIR, so nothing a trial does (a draft, a submit) ever reaches the repository's tasks/ or
-eval_results/. stdout is the protocol's: the world is built before the server speaks, its logging on stderr.
+"""`mcp-evals serve` over stdio, on a world of its own: the server of the `evals-server` usage suite. Every start
+builds a fresh world under TMPDIR (the usage world's scratch, removed with it) from committed fixtures, then serves
+it: a results store indexed from the earlier harness's eight fixture runs (tests/fixtures/legacy_runs, imported as
+`mcp-evals import-runs` does, the SQL models built), a tasks directory holding one real task (its suite and lock
+entry beside it, the fixture runs' tasks listed as retired so their rows carry the suite), and an empty drafts area.
+The built world is kept as a template under the grader's cache (keyed by a hash of everything it is made from: the
+fixtures, the task, the SQL models and the code that indexes them, DuckDB's version), so a start copies it (~50 ms)
+instead of importing and indexing again (~3 s of CPU). The server reads its directories from MCP_EVALS_TASKS_DIR,
+MCP_EVALS_RESULTS_DIR and MCP_EVALS_DRAFTS_DIR, so nothing a trial does (a draft, a submit) ever reaches the
+repository's tasks/ or eval_results/. stdout is the protocol's: the world is built before the server speaks, its
+logging on stderr.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def build_world(root: Path) -> None:
         path.mkdir(parents=True)
     _point_at(root)
     # Imported only now: paths are read from the environment when used, and the imports take most of a second.
-    from mcp_evals_pipeline.legacy_import import find_run_dirs, filled_run, import_runs, load_run
+    from mcp_evals_pipeline.legacy_import import filled_run, find_run_dirs, import_runs, load_run
     from mcp_evals_pipeline.sql_models import materialize_models
     from mcp_evals_pipeline.store import TrialStore
 
