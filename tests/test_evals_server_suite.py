@@ -8,14 +8,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import dagster as dg
 import duckdb
 import pytest
+from mcp import Client
 from pydantic import ValidationError
 
 from mcp_evals_pipeline.contracts.usage import UsageContract
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
+from mcp_evals_pipeline.serve.server import build_server
+from mcp_evals_pipeline.tasks.catalog import get_task
 from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.usage.marker import mark
 from mcp_evals_pipeline.usage.proxy import ProxyEvent
@@ -74,6 +78,23 @@ def test_a_server_without_a_world_is_marked_by_the_calls_it_must_and_must_not_ge
         _contract(mustLand=[{"method": "POST", "path": "/drafts"}])
     with pytest.raises(ValidationError, match="need a world"):
         _contract(server={"path": "servers/evals-server/server.py", "env": {"API": "{world}"}})
+
+
+def test_each_case_is_a_users_request_naming_no_tool_and_marking_only_real_tools() -> None:
+    """A user's words name no tool of the server; every tool a case's contract names is one the server has; every
+    case has pass, miss and unsafe sessions."""
+    async def tools() -> set[str]:
+        async with Client(build_server(), mode="legacy") as client:
+            return {t.name for t in (await client.list_tools()).tools}
+
+    names = anyio.run(tools)
+    for case in SUITE:
+        task = get_task(case)
+        contract = task.contract
+        assert isinstance(contract, UsageContract) and contract.world is None, case
+        assert not [t for t in names if t in task.prompt or t.replace("_", " ") in task.prompt], case
+        assert {c.tool for c in contract.must_call} | set(contract.must_not_call) <= names, case
+        assert {s.expected_failure_code or "pass" for s in task.solutions} >= {"pass", "usage.miss", "usage.unsafe"}
 
 
 def test_a_replay_batch_of_the_suite_marks_pass_miss_and_unsafe_per_case(tmp_path: Path) -> None:
