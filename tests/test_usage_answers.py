@@ -26,7 +26,10 @@ from mcp_evals_pipeline.verify import quick_selection
 from .conftest import TASKS
 
 OPS = get_suite("ops-platform").tasks
-BY_ID = {t.id: t for t in discover_tasks()[0] if t.id in OPS}
+# Every case whose answers are held here: ops-platform's, and those of our own server (evals-server), which has
+# no blind round yet.
+ANSWERED = [*OPS, *get_suite("evals-server").tasks]
+BY_ID = {t.id: t for t in discover_tasks()[0] if t.id in ANSWERED}
 OPPOSITE = "states-the-opposite.json"
 
 
@@ -98,6 +101,22 @@ PHRASINGS: dict[str, tuple[list[str], list[str]]] = {
          "Since you declined, I did not restart staging."],
         ["You declined, but the staging apps are restarting now anyway.", "You declined the bulk restart, so I "
          "restarted them one by one.", "Staging has been restarted."]),
+    "usage-evals-01-most-failed-task": (
+        ["The multi-view incident console (v2-10) failed most: 3 of 3 trials, twice at `entry`, once at a "
+         "resource read.", "At the entry check: v2-10-multi-view-incident-console, which failed all three trials."],
+        ["v2-09-raw-input-required-approval failed the most, at input-required:request_deploy:2.",
+         "None of the mcp-use tasks failed in that batch.",
+         "multi-view-incident-console failed most, at the resources check every time."]),
+    "usage-evals-02-pass-rate-in-batch": (
+        ["The pass rate was 0% (0/2 valid trials).", "Zero percent: none of the trials passed.",
+         "None of its 3 trials passed: 0 of 2 valid ones, the third was an agent failure."],
+        ["100% - every trial passed.", "All of the trials passed.", "2 of 3 trials passed.", "About 33%.",
+         "The suite passed on August 31."]),
+    "usage-evals-03-draft-and-check": (
+        ["The golden passed every check; echo-once is saved as a draft, not submitted.",
+         "Draft echo-once created; its golden passes the contract. Left unsubmitted for your review."],
+        ["The golden failed at the calls stage.", "It doesn't pass yet: the echo call returned nothing.",
+         "The golden passes, and I've submitted it.", "Golden passed; echo-once has been submitted to tasks/."]),
 }
 
 
@@ -121,7 +140,7 @@ CLAIMS: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
-@pytest.mark.parametrize("case", OPS)
+@pytest.mark.parametrize("case", ANSWERED)
 def test_every_case_has_a_session_stating_the_opposite_of_its_answer(case: str) -> None:
     """With the oracle's calls (the world ends as the oracle leaves it, so only the reply differs) the session is a
     miss: a case with an answer fails its answer check on the reply; a case without one (it asks no question) fails
@@ -137,7 +156,7 @@ def test_every_case_has_a_session_stating_the_opposite_of_its_answer(case: str) 
 def test_a_reply_stating_the_opposite_of_what_was_done_fails_its_claim_check() -> None:
     """A case that asks no question: every reply of its passing sessions (blind ones included) and each legitimate
     phrasing passes `claim`; each reply stating the opposite of what the world shows fails it, naming the words."""
-    without_answer = sorted(case for case in OPS if _contract(case).answer is None)
+    without_answer = sorted(case for case in ANSWERED if _contract(case).answer is None)
     assert sorted(CLAIMS) == without_answer  # a case without an answer gets its phrasings here
     for case, (legit, opposite) in CLAIMS.items():
         contract = _contract(case)
@@ -155,7 +174,7 @@ def test_a_reply_stating_the_opposite_of_what_was_done_fails_its_claim_check() -
 def test_answers_are_matched_as_whole_words_and_a_stated_opposite_fails() -> None:
     """Every legitimate phrasing (the sessions declared pass, and more) passes each case's answer check; every
     reply stating the opposite fails it, by name: a refuting pattern, or no answer found."""
-    with_answer = sorted(case for case in OPS if _contract(case).answer is not None)
+    with_answer = sorted(case for case in ANSWERED if _contract(case).answer is not None)
     assert sorted(PHRASINGS) == with_answer  # a case gains an answer: write its phrasings here
     for case, (legit, opposite) in PHRASINGS.items():
         contract = _contract(case)

@@ -60,7 +60,7 @@ Upstream = str | StdioServer  # a Streamable HTTP endpoint, or a stdio server to
 
 @dataclass
 class World:
-    service: FakeService
+    service: FakeService | None  # None: a server whose state is its own (no API behind it, nothing to record)
     upstream: Upstream  # the server under evaluation: its MCP endpoint, or how to start it over stdio
     server_log: Path
     box: str  # how the server is isolated
@@ -71,7 +71,7 @@ class World:
         return self.upstream
 
     def requests(self) -> list[RecordedRequest]:
-        return self.service.requests()
+        return self.service.requests() if self.service is not None else []
 
     def server_output(self) -> str:
         return procs.tail(self.server_log, 4000)
@@ -97,7 +97,8 @@ class _Launch:
         self.spawns = 0
         self.port: int | None = None
         try:
-            self.service = self.stack.enter_context(_stopping(start_service(contract.world, contract.plants)))
+            self.service = (None if contract.world is None else
+                            self.stack.enter_context(_stopping(start_service(contract.world, contract.plants))))
             self.scratch = Path(tempfile.mkdtemp(prefix="usage-world-"))
             self.stack.callback(shutil.rmtree, self.scratch, True)
             self.log = self.scratch / "server.log"
@@ -116,7 +117,8 @@ class _Launch:
         self.deadline = time.monotonic() + START_TIMEOUT_S
 
     def _env(self) -> dict[str, str]:
-        return {k: v.replace("{world}", self.service.base_url) for k, v in self.contract.server.env.items()}
+        base = self.service.base_url if self.service is not None else ""
+        return {k: v.replace("{world}", base) for k, v in self.contract.server.env.items()}
 
     def _command(self, port: int | None) -> tuple[list[str], dict[str, str], Path, str]:
         """(argv, environment, cwd, isolation) of the server under evaluation."""
