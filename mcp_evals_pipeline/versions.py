@@ -32,5 +32,6 @@ know that a comparison crosses a version boundary."""
 # 2.7.0: an input_required call can re-send a round's answers with its requestState (a client's retry:
 # `resendRound`) and be played alongside another call's flow (`interleaveWith`), so state kept in the server's memory
 # instead of requestState fails (py-v6-09, v6-09); a typecheck may be answered from the result of the same inputs
-# (grader/tsc_cache.py: the verdict is tsc's either way).
+# (grader/tsc_cache.py: the verdict is tsc's either way); a usage case can require a tool call (`mustCall`) and
+# make any call to a tool unsafe (`mustNotCall`), and a usage server may keep its own state (no `world`).
 GRADER_VERSION = "2.7.0"
