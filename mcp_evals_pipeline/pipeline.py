@@ -45,6 +45,7 @@ from mcp_evals_pipeline.sandbox import SandboxError, require_isolation
 from mcp_evals_pipeline.sandbox.choice import box_unavailable, choose_backend
 from mcp_evals_pipeline.sandbox.preflight import preflight
 from mcp_evals_pipeline.tasks.catalog import Task, Tier, discover_tasks, get_task, in_tier
+from mcp_evals_pipeline.tasks.suites import load_suites
 from mcp_evals_pipeline.trial_options import TrialOptions
 from mcp_evals_pipeline.trials import (
     MAX_TRIALS,
@@ -190,7 +191,8 @@ def check_request(request: BatchRequest) -> CheckedBatch:
     tasks = ([get_task(t) for t in request.task_ids] if request.task_ids
              else [t for t in discover_tasks()[0] if t.kind == ("usage" if request.tier else "build")])
     if request.tier is not None:
-        tasks = [t for t in tasks if in_tier(t, request.tier)]
+        suites = load_suites()
+        tasks = [t for t in tasks if in_tier(t, request.tier, suites)]
         if not tasks:
             raise ValueError(f"no task of the selection is in tier {request.tier!r}")
     keys = _trial_keys(tasks, request.conditions, request.trials)

@@ -13,7 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -293,7 +293,7 @@ def lock_new_tasks(tasks: list[Task], path: Path | None = None) -> tuple[list[st
 Tier = Literal["pr", "full"]
 
 
-def in_tier(task: Task, tier: Tier) -> bool:
+def in_tier(task: Task, tier: Tier, suites: dict[str, Any] | None = None) -> bool:
     """Whether a task runs in `tier`: `full` is every task, `pr` the fast subset a pull request (and `make run`)
     runs: the usage cases marked pr in their task.json and the build tasks their suite lists under `pr`."""
     if tier == "full":
@@ -302,4 +302,5 @@ def in_tier(task: Task, tier: Tier) -> bool:
         return getattr(task.contract, "tier", None) == "pr"
     from mcp_evals_pipeline.tasks.suites import load_suites  # suites.py reads the catalog's ids
 
-    return any(task.id in suite.pr for suite in load_suites().values())
+    # `suites`: tasks/suites.json read once by a caller asking about many tasks
+    return any(task.id in suite.pr for suite in (load_suites() if suites is None else suites).values())
