@@ -20,6 +20,7 @@ MCP_EVALS_TSC_CACHE=0 turns it off.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import json
 import os
@@ -128,16 +129,11 @@ def remember(key: str | None, problems: list[str], box: str, complete: bool) -> 
 
 
 def _prune(today: str) -> None:
+    """Remove the days older than the node_modules sets' KEEP_DAYS (their answers name sets that are pruned too)."""
     for day in _root().iterdir():
-        if day.name != today and day.is_dir() and day.name < today and not _recent(day.name, today):
+        try:
+            age = (dt.date.fromisoformat(today) - dt.date.fromisoformat(day.name)).days
+        except ValueError:
+            continue
+        if day.is_dir() and age >= build_cache.KEEP_DAYS:
             shutil.rmtree(day, ignore_errors=True)
-
-
-def _recent(day: str, today: str) -> bool:
-    import datetime as dt
-
-    try:
-        age = dt.date.fromisoformat(today) - dt.date.fromisoformat(day)
-    except ValueError:
-        return False
-    return age.days < build_cache.KEEP_DAYS
