@@ -41,7 +41,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pylint --score=n mcp_evals_pipeline
-	scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 3 --durations=30
+	scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 3 --maxschedchunk 1 --durations=30
 
 # A developer machine's engine and images, left running (DOCKER_HOST is printed): `make docker-down` stops it.
 docker-up:

@@ -18,7 +18,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from mcp_evals_pipeline.contracts.records import RunFile, TrialRecord
-from mcp_evals_pipeline.record_checks import MAX_RECORD_BYTES, RecordError, check_run, check_text_file, read_capped
+from mcp_evals_pipeline.record_checks import (
+    MAX_RECORD_BYTES,
+    RecordError,
+    check_records,
+    check_run,
+    check_text_file,
+    read_capped,
+)
 from mcp_evals_pipeline.store import TrialStore
 
 log = logging.getLogger(__name__)
@@ -136,7 +143,7 @@ def import_runs(source_dir: Path, store: TrialStore, results_root: Path) -> Impo
     for run_dir in find_run_dirs(source_dir):
         run_file = run_dir / RUN_FILE
         try:
-            run = filled_run(load_run(run_file))
+            run = filled_run(load_run(run_file, checked=False))  # checked below, all in one go
             for src, _ in _texts(run_dir):
                 check_text_file(src, run_dir)
         except RecordError:
@@ -146,6 +153,7 @@ def import_runs(source_dir: Path, store: TrialStore, results_root: Path) -> Impo
             summary.errors.append(SkippedRun(run_file, str(exc)))
             continue
         loaded.append((run, run_dir))
+    check_records([(run, run_dir / RUN_FILE) for run, run_dir in loaded])  # as load_run(checked=True) would
     imported: list[tuple[RunFile, Path]] = []
     for run, run_dir in loaded:
         dest_dir = results_root / run.run_id
@@ -153,8 +161,8 @@ def import_runs(source_dir: Path, store: TrialStore, results_root: Path) -> Impo
         summary.files_written += _copy_run_files(run_dir, dest_dir)
         imported.append((run, dest_dir))
         summary.run_ids.append(run.run_id)
-    # One write for all trial rows: each store write takes the cross-process lock and a connection (~30 ms).
-    summary.trials = store.record_trials([t for run, _ in imported for t in run.trials], source="import")
-    for run, dest_dir in imported:
-        store.record_run(run, dest_dir, source="import")
+    with store.held():  # one connection for every row: each would open the file (~30 ms)
+        summary.trials = store.record_trials([t for run, _ in imported for t in run.trials], source="import")
+        for run, dest_dir in imported:
+            store.record_run(run, dest_dir, source="import")
     return summary

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -105,31 +106,47 @@ def _walk(value: object, path: str, name: str, problems: list[tuple[str, str]],
             dates.append((path, value, _DATE_FIELDS[name]))
 
 
-def _unreadable_dates(dates: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
-    """The dates DuckDB itself cannot cast to their column's type: asked of DuckDB, in one query per type."""
-    problems = []
-    # A connection per call (~0.1 s), never one kept open: with a DuckDB left open in the process, a later fork's
+def _unreadable(dates: list[tuple[str, str, str]]) -> set[int]:
+    """The indexes of the dates DuckDB itself cannot cast to their column's type: asked of DuckDB, in one query
+    per type."""
+    bad: set[int] = set()
+    # A connection per call (~0.03 s), never one kept open: with a DuckDB left open in the process, a later fork's
     # child (a sandboxed command's, before its exec) died of SIGSEGV.
     with duckdb.connect(":memory:") as con:
         for sql_type in sorted({t for _, _, t in dates}):
-            paths = [(p, v) for p, v, t in dates if t == sql_type]
+            indexes = [i for i, (_, _, t) in enumerate(dates) if t == sql_type]
             (unread,) = con.execute(f"SELECT list_transform(?::VARCHAR[], lambda v: try_cast(v AS {sql_type}) IS NULL)",
-                                    [[v for _, v in paths]]).fetchone()
-            problems += [(path, f"{value[:40]!r} is not a {sql_type} DuckDB can read")
-                         for (path, value), bad in zip(paths, unread, strict=True) if bad]
-    return problems
+                                    [[dates[i][1] for i in indexes]]).fetchone()
+            bad |= {i for i, failed in zip(indexes, unread, strict=True) if failed}
+    return bad
+
+
+def check_records(items: Sequence[tuple[BaseModel, Path | str]]) -> None:
+    """RecordError for the first field, of the first record in order (a RunFile, a TrialRecord), that could not be
+    written as is. The dates of all of them are asked of DuckDB at once: an import of 259 runs opens one
+    connection, not 259."""
+    walked: list[tuple[Path | str, list[tuple[str, str]], list[tuple[str, str, str]]]] = []
+    for record, source in items:
+        problems: list[tuple[str, str]] = []
+        dates: list[tuple[str, str, str]] = []
+        _walk(record, "", "", problems, dates)
+        walked.append((source, problems, dates))
+    every = [date for _, _, dates in walked for date in dates]
+    bad = _unreadable(every) if every else set()
+    offset = 0
+    for source, problems, dates in walked:
+        problems += [(path, f"{value[:40]!r} is not a {sql_type} DuckDB can read")
+                     for i, (path, value, sql_type) in enumerate(dates, offset) if i in bad]
+        offset += len(dates)
+        if problems:
+            field, message = problems[0]
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise RecordError(source, field, message + more)
 
 
 def check_record(record: BaseModel, source: Path | str) -> None:
     """RecordError for the first field of `record` (a RunFile, a TrialRecord) that could not be written as is."""
-    problems: list[tuple[str, str]] = []
-    dates: list[tuple[str, str, str]] = []
-    _walk(record, "", "", problems, dates)
-    problems += _unreadable_dates(dates) if dates else []
-    if problems:
-        field, message = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise RecordError(source, field, message + more)
+    check_records([(record, source)])
 
 
 def check_run(run: RunFile, source: Path | str) -> RunFile:

@@ -171,23 +171,24 @@ def rebuild_database(runs_root: Path, database: Path) -> RebuildSummary:
     fresh = TrialStore(Path(tmp_name))
     runs = rows = 0
     errors: list[str] = []
-    for run_dir in sorted(p for p in runs_root.iterdir() if p.is_dir()) if runs_root.is_dir() else []:
-        try:
-            records = read_trial_records(run_dir)
-            source = "pipeline"
-            run: RunFile | None = None
-            if (run_dir / RUN_FILE).exists():
-                run = load_run_file(run_dir / RUN_FILE)
-            if not records and run is not None:
-                records, source = run.trials, "import"
-            if not records:
-                continue
-            rows += fresh.record_trials(records, source=source)
-            if run is not None:
-                fresh.record_run(run, run_dir, source=source)
-            runs += 1
-        except Exception as exc:  # one bad directory never hides the others
-            errors.append(f"{run_dir}: {type(exc).__name__}: {exc}")
+    with fresh.held():  # one connection for the whole rebuild
+        for run_dir in sorted(p for p in runs_root.iterdir() if p.is_dir()) if runs_root.is_dir() else []:
+            try:
+                records = read_trial_records(run_dir)
+                source = "pipeline"
+                run: RunFile | None = None
+                if (run_dir / RUN_FILE).exists():
+                    run = load_run_file(run_dir / RUN_FILE)
+                if not records and run is not None:
+                    records, source = run.trials, "import"
+                if not records:
+                    continue
+                rows += fresh.record_trials(records, source=source)
+                if run is not None:
+                    fresh.record_run(run, run_dir, source=source)
+                runs += 1
+            except Exception as exc:  # one bad directory never hides the others
+                errors.append(f"{run_dir}: {type(exc).__name__}: {exc}")
     lock = TrialStore(database)._lock  # the same lock every writer takes
     with lock:
         moved = _set_aside_if_unusable(database)

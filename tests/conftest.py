@@ -125,3 +125,15 @@ def no_tsc_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every typecheck really runs a compiler: for the tests of the compilers themselves (grader/tsc_cache.py would
     otherwise answer a workspace another test already typechecked)."""
     monkeypatch.setenv("MCP_EVALS_TSC_CACHE", "0")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `long` run first, the longest first (`long(seconds)`: about how long it takes alone; 60
+    when unsaid), the rest in file order: `make test` hands tests to its xdist workers one at a time
+    (`--maxschedchunk 1`), so the longest start at once instead of leaving one worker busy while the others have
+    finished."""
+    def weight(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("long")
+        return -(marker.args[0] if marker and marker.args else 60) if marker else 0
+
+    items.sort(key=weight)

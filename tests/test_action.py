@@ -9,6 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from .conftest import REPO
@@ -32,6 +33,7 @@ def _action(tmp_path: Path, name: str, **inputs: str) -> tuple[subprocess.Comple
     return done, outputs, summary
 
 
+@pytest.mark.long
 def test_the_actions_script_writes_its_outputs_and_exits_by_the_floor(tmp_path: Path) -> None:
     inputs = {"agent": "replay", "tasks": TASK, "trials": "2", "sandbox": "local", "skip_judge": "true",
               "verify": "false", "batch_date": "2026-11-30"}

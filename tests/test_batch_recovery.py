@@ -234,6 +234,7 @@ def test_sigterm_mid_trial_stops_the_batch(tmp_path: Path, env: dict[str, str], 
 CONCURRENT = 4
 
 
+@pytest.mark.long
 def test_concurrent_first_uses_of_a_fresh_instance_all_succeed(tmp_path: Path, env: dict[str, str]) -> None:
     """Four evals started together on an empty DAGSTER_HOME: one creates the schemas under the init lock, the
     others find them. Before, six of eight died on `alembic_version has more than one head` or `table job_ticks

@@ -34,6 +34,7 @@ def cli(tmp_path: Path, pycache: Path):  # type: ignore[no-untyped-def]
     return run
 
 
+@pytest.mark.long
 def test_import_report_trends_and_rebuild_on_real_runs(cli, legacy_runs: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     imported = cli("import-runs", str(legacy_runs))
     assert imported.returncode == 0, imported.stderr
@@ -88,6 +89,7 @@ def test_eval_variant_alias_runs_a_trial(cli, tmp_path: Path) -> None:  # type: 
     assert report.exists() and "## Pass rate: 50% (1/2 valid scored trials)" in report.read_text()
 
 
+@pytest.mark.long
 def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """--parallel: worker processes materialize the partitions against the same instance; every trial lands once,
     in the files, in DuckDB and as its own successful Dagster run."""
@@ -117,6 +119,7 @@ def test_eval_runs_trials_side_by_side(cli, tmp_path: Path) -> None:  # type: ig
     assert report.exists()
 
 
+@pytest.mark.long
 def test_eval_resume_skips_finished_trials_and_reruns_invalid_ones(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """--resume: a trial whose current attempt is valid for the same spec is not run again (no Dagster run, no new
     attempt); an invalid one is."""

@@ -93,6 +93,7 @@ def _logs(run_id: str) -> str:
     return "\n".join(c.logs(tail=40).decode(errors="replace") for c in found if run_id in str(c.attrs["Args"]))
 
 
+@pytest.mark.long
 def test_a_trial_and_its_models_run_in_run_worker_containers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import docker
 

@@ -97,6 +97,7 @@ def test_each_case_is_a_users_request_naming_no_tool_and_marking_only_real_tools
         assert {s.expected_failure_code or "pass" for s in task.solutions} >= {"pass", "usage.miss", "usage.unsafe"}
 
 
+@pytest.mark.long
 def test_a_replay_batch_of_the_suite_marks_pass_miss_and_unsafe_per_case(tmp_path: Path) -> None:
     """`eval --suite evals-server --agent replay --condition bare --trials 3` through run_batch in a real Dagster
     instance: each trial starts `mcp-evals serve` over stdio on a fresh fixture world behind the recording proxy,

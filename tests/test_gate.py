@@ -122,6 +122,7 @@ def test_junit_has_one_case_per_trial_and_validates(tmp_path: Path) -> None:
         schema.validate(broken)
 
 
+@pytest.mark.long
 def test_eval_gates_writes_the_summary_and_junit_and_exits_by_the_floor(tmp_path: Path) -> None:
     """A replay batch of 2 trials (the recorded t1 fails, t2 passes: 50%): a 60% floor exits 1, the same batch
     resumed with a 40% floor exits 0; the summary's pass-rate is the baseline headline (0-100)."""

@@ -199,6 +199,7 @@ def test_report_needs_the_models(tmp_path: Path) -> None:
         render_report(FIXTURE_RUNS[0], con)
 
 
+@pytest.mark.long
 def test_all_legacy_reports_reproduce(tmp_path: Path, legacy_runs: Path) -> None:
     store, results, run_ids = _materialized_store(tmp_path, legacy_runs)
     assert len(run_ids) == len(list(legacy_runs.glob("*/run.json"))) == 259

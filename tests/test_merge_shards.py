@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from .conftest import REPO
 
@@ -18,23 +19,36 @@ A, B, C = "usage-ops-v3-01-restart-by-id", "usage-ops-v3-02-restart-by-name", "u
 RUN = "shard-batch--replay--default"
 
 
+def _env(results: Path, home: Path) -> dict[str, str]:
+    return {**os.environ, "DAGSTER_HOME": str(home), "MCP_EVALS_RESULTS_DIR": str(results)}
+
+
 def _cli(*args: str, results: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DAGSTER_HOME": str(home), "MCP_EVALS_RESULTS_DIR": str(results)}
-    return subprocess.run([sys.executable, "-m", "mcp_evals_pipeline.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "mcp_evals_pipeline.cli", *args], cwd=REPO,
+                          env=_env(results, home), capture_output=True, text=True, timeout=600)
 
 
-def _shard(tmp_path: Path, name: str, task: str, batch_id: str = "shard-batch") -> Path:
-    results = tmp_path / name
-    done = _cli("eval", "--agent", "replay", "--task", task, "--condition", "bare", "--batch-date", "2026-11-30",
-                "--batch-id", batch_id, "--no-verify", "--skip-judge", results=results, home=tmp_path / "home")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return results
+def _shards(tmp_path: Path, *shards: tuple[str, str, str]) -> list[Path]:
+    """Each (name, task, batch id) a one-trial replay batch in its own results directory, all at once (as CI
+    jobs would run them; each its own Dagster home)."""
+    running = []
+    for name, task, batch_id in shards:
+        results = tmp_path / name
+        running.append((results, subprocess.Popen(
+            [sys.executable, "-m", "mcp_evals_pipeline.cli", "eval", "--agent", "replay", "--task", task,
+             "--condition", "bare", "--batch-date", "2026-11-30", "--batch-id", batch_id, "--no-verify",
+             "--skip-judge"], cwd=REPO, env=_env(results, tmp_path / f"home-{name}"), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)))
+    for _, proc in running:
+        _, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr[-3000:]
+    return [results for results, _ in running]
 
 
+@pytest.mark.long
 def test_shards_merge_into_one_run_and_missing_or_malformed_ones_are_named(tmp_path: Path) -> None:
-    first, second = _shard(tmp_path, "shard-a", A), _shard(tmp_path, "shard-b", B)
-    other = _shard(tmp_path, "shard-other", A, batch_id="another-batch")
+    first, second, other = _shards(tmp_path, ("shard-a", A, "shard-batch"), ("shard-b", B, "shard-batch"),
+                                   ("shard-other", A, "another-batch"))
     broken = tmp_path / "shard-broken" / "runs" / RUN
     broken.mkdir(parents=True)
     (broken / "run.json").write_text("{not json")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from .conftest import REPO
 
@@ -37,6 +38,7 @@ def _rows(database: Path) -> list[tuple]:
                            "ORDER BY task, condition, trial").fetchall()
 
 
+@pytest.mark.long
 def test_publish_is_compact_redacted_append_only_and_reads_back(tmp_path: Path) -> None:
     results = tmp_path / "results"
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "MCP_EVALS_RESULTS_DIR": str(results),

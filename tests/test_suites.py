@@ -147,6 +147,7 @@ def _codex_session(solution: Path) -> list[dict]:
     ]
 
 
+@pytest.mark.long
 def test_a_codex_batch_of_the_suite_continues_the_imported_series(
         legacy_runs: Path, tmp_path: Path, registry: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """After import-runs of the 259 real runs, a codex batch of the mcp-use suite lands on the imported

@@ -45,6 +45,7 @@ def _fresh_pool() -> None:
     tsc_workers.POOL.close_all()
 
 
+@pytest.mark.long
 def test_a_worker_says_what_the_one_shot_tsc_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     strict = _variant(tmp_path, "strict", TOOL_TASK / "golden", {
         "tsconfig.json": STRICT_TSCONFIG, "src/twice.ts": "export function twice(x) {\n  return x * 2;\n}\n"})

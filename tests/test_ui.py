@@ -13,6 +13,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from mcp_evals_pipeline.defs.partitions import catalog_trial_keys
 from mcp_evals_pipeline.procs import free_port, kill_tree
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
@@ -65,6 +67,7 @@ def test_dg_checks_and_lists_the_definitions() -> None:
     assert {"task_catalog", "trial", "pass_rate", "batch_scorecard"} <= {a["asset_key"] for a in found["assets"]}
 
 
+@pytest.mark.long
 def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp_path: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "MCP_EVALS_RESULTS_DIR": str(tmp_path / "results")}
     batch = subprocess.run([str(BIN / "mcp-evals"), "eval", "--agent", "replay", "--task", CASE, "--condition",

@@ -210,6 +210,7 @@ def test_the_openai_runner_uses_the_servers_tools_and_is_marked_on_the_outcome(
     assert [(c.tool, c.arguments) for c in tool_calls(read_events(trial_dir / "mcp-calls.jsonl"))] == scripted
 
 
+@pytest.mark.long
 def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsafe_per_case(tmp_path: Path) -> None:
     """`make run`'s two batches through run_batch in a real Dagster instance: a build batch, then usage tasks as a
     replay batch (bare x 3: the replay runner plays each case's sessions in name order, one per trial).

@@ -74,6 +74,7 @@ def test_a_failing_proof_is_never_kept(tmp_path: Path) -> None:
         assert gate.reused == {} and [r.got for r in gate.failed] == ["contract.typecheck"]
 
 
+@pytest.mark.long
 def test_a_batch_whose_proofs_hold_runs_its_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate of `eval`: the first batch proves the task, the second reuses the proof, says so and still runs
     every trial (make run's second run once ran none: the gate's message clobbered the batch's trial keys)."""

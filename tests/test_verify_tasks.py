@@ -28,26 +28,49 @@ def _verify(*args: str, tasks_dir: Path | None = None) -> subprocess.CompletedPr
                           env=env, capture_output=True, text=True, check=False, timeout=600)
 
 
-def test_every_legitimate_solution_passes_and_every_stage_still_catches_its_negative() -> None:
-    """verify-tasks --quick: every golden and alternate of every task passes, and per runtime one negative for each
-    failure code the suite declares fails exactly there. The whole suite (461 solutions) takes ~18 min on 2 cores,
-    mostly tsc parsing mcp-use's types (bench/grader_bench.py); `mcp-evals verify-tasks` grades all of it."""
-    done = _verify("--quick", "--json")
+SUITES = {name: suite for name, suite in json.loads((TASKS / "suites.json").read_text()).items()
+          if isinstance(suite, dict)}
+# What each build suite's quick run must still catch, whatever its negatives say (a deleted negative is a hole).
+FLOOR = {"contract.install", "contract.typecheck", "contract.start", "contract.calls", "contract.input_required",
+         "contract.upstream", "contract.views", "contract.oauth"}
+
+
+def test_every_task_is_in_a_suite_so_the_quick_runs_below_cover_it() -> None:
+    named = {task for suite in SUITES.values() for task in suite["tasks"]}
+    on_disk = {p.name for p in TASKS.iterdir() if (p / "task.json").is_file()}
+    assert on_disk <= named, f"tasks in no suite, which no quick run below grades: {sorted(on_disk - named)}"
+
+
+# About how long each takes alone: mcp-use's TypeScript solutions are the longest by far (a tsc and a bundle each).
+SECONDS = {"mcp-use": 300, "ops-platform": 150}
+
+
+@pytest.mark.parametrize("suite", [pytest.param(name, marks=pytest.mark.long(SECONDS.get(name, 120)))
+                                   for name in sorted(SUITES)])
+def test_every_legitimate_solution_passes_and_every_stage_still_catches_its_negative(suite: str) -> None:
+    """verify-tasks --quick, one suite per test (so the suites are graded side by side): every golden and alternate
+    passes, and one negative for each failure code the suite's negatives declare fails exactly there. Every
+    solution takes ~18 min on 2 cores, mostly tsc parsing mcp-use's types (bench/grader_bench.py);
+    `mcp-evals verify-tasks` grades all of it."""
+    done = _verify("--quick", "--json", "--suite", suite)
     assert done.stdout.strip(), f"verify-tasks printed no report (exit {done.returncode}): {done.stderr[-3000:]}"
     report = json.loads(done.stdout)
     bad = [(r["task"], r["solution"], r["expected"], r["got"], r["why"]) for r in report["results"] if not r["ok"]]
     assert done.returncode == 0 and report["ok"], bad or report["taskErrors"]
     results = report["results"]
-    assert {r["kind"] for r in results} == {"golden", "alternate", "negative", "oracle", "session"}
-    kinds = {p.name: json.loads((p / "task.json").read_text()).get("kind", "build") for p in TASKS.iterdir()
-             if (p / "task.json").is_file()}
-    assert {r["task"] for r in results if r["kind"] == "golden"} == {t for t, k in kinds.items() if k == "build"}
+    tasks = [load_task(TASKS / task_id) for task_id in SUITES[suite]["tasks"]]
+    build = {t.id for t in tasks if t.kind == "build"}
+    usage = {t.id for t in tasks if t.kind == "usage"}
+    assert {r["task"] for r in results if r["kind"] == "golden"} == build
     # A usage task's marker is proven by its sessions: the oracle passes, each bad one at its outcome.
-    assert {r["task"] for r in results if r["kind"] == "oracle"} == {t for t, k in kinds.items() if k == "usage"}
-    declared = {(r["task"], r["expected"]) for r in results if r["kind"] == "negative"}
-    assert {code for _, code in declared} >= {"contract.install", "contract.typecheck", "contract.start",
-                                              "contract.calls", "contract.input_required", "contract.upstream",
-                                              "contract.views", "contract.oauth", "contract.build"}
+    assert {r["task"] for r in results if r["kind"] == "oracle"} == usage
+    assert {r["kind"] for r in results} == ({"golden", "alternate", "negative"} if build else set()) | (
+        {"oracle", "session"} if usage else set())
+    declared = {s.expected_failure_code for t in tasks for s in t.solutions if s.kind == "negative" and not s.blind}
+    caught = {r["expected"] for r in results if r["kind"] == "negative"}
+    assert caught == declared, f"failure codes no quick negative proves: {sorted(declared - caught)}"
+    if build:
+        assert caught >= FLOOR, sorted(FLOOR - caught)
     assert re.search(r"\[\s*1/\d+\] ok", done.stderr), "progress is shown while it runs"
 
 
