@@ -548,11 +548,15 @@ class HardenedSandbox(Sandbox):
         if self._closed:
             return
         self._closed = True
+        # The box first: its pid namespace dies with its init, every process in it, and each entered command's
+        # nsenter (outside, still alive) reaps its own child at once. Killed the other way round, that child is
+        # orphaned to the host's init, and the namespace's teardown waits until that init reaps it (a second or
+        # more on this machine; never, where pid 1 reaps nothing).
+        if self._box is not None:
+            procs.kill_tree(self._box)
         for proc in list(self._live):
             procs.kill_tree(proc)
         self._live.clear()
-        if self._box is not None:
-            procs.kill_tree(self._box)  # the box's pid namespace dies with its init: every process in it
         if self._cgroup is not None:
             self._cgroup.destroy()
         if self._proxy is not None:
