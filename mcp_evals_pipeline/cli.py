@@ -15,11 +15,11 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 from rich.table import Table
 
+from mcp_evals_pipeline import grader
 from mcp_evals_pipeline.agents.base import MissingCredentials
 from mcp_evals_pipeline.agents.registry import DEFAULT_AGENT, agents_help
 from mcp_evals_pipeline.conditions import BASELINE, BUILD_CONDITIONS, USAGE_BASELINE, USAGE_CONDITIONS
 from mcp_evals_pipeline.findings.statuses import STATUSES
-from mcp_evals_pipeline.grader import grade_workspace_sync
 from mcp_evals_pipeline.heartbeat import heartbeat
 from mcp_evals_pipeline.paths import REPO_ROOT, dagster_home, database_path, prompt_hash_lock, runs_dir
 from mcp_evals_pipeline.sandbox import SandboxError
@@ -66,7 +66,7 @@ def grade(task_id: str | None, contract_path: Path | None, workspace: Path, as_j
     except TaskLoadError as exc:
         err.print(f"[red]error:[/] {exc}")
         sys.exit(2)
-    result = grade_workspace_sync(contract, workspace)
+    result = grader.grade_workspace_sync(contract, workspace)
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

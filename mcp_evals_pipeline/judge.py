@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import openai
-
 from mcp_evals_pipeline.contracts.failures import usage_outcome
 from mcp_evals_pipeline.contracts.records import TrialRecord
 from mcp_evals_pipeline.contracts.transcript import TranscriptEvent, read_transcript, transcript_text
@@ -306,6 +304,8 @@ def first_key(names: tuple[str, ...] = JUDGE_KEY_ENV) -> str | None:
 def chat(system: str, user: str, *, model: str, base_url: str | None, api_key: str,
          timeout_s: float = REQUEST_TIMEOUT_S) -> str:
     """One chat.completions call; raises openai.OpenAIError (or ValueError on an empty answer)."""
+    import openai  # here, not at the top: ~1.8 s of imports for every process that grades, judged or not
+
     # base_url None: the client honours OPENAI_BASE_URL, then its default endpoint.
     client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=MAX_RETRIES)
     try:

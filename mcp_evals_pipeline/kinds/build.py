@@ -8,10 +8,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from mcp_evals_pipeline import grader  # its attributes load the grader (and the MCP client) when first used
 from mcp_evals_pipeline.conditions import Condition, prepare_workspace
 from mcp_evals_pipeline.contracts.grade import TrialGrade
 from mcp_evals_pipeline.contracts.task import TaskContract
-from mcp_evals_pipeline.grader import grade_workspace, grade_workspace_sync
 from mcp_evals_pipeline.kinds.base import AgentPhase, TaskKind
 from mcp_evals_pipeline.oauth_idp import agent_phase_env
 from mcp_evals_pipeline.tasks.catalog import NEGATIVE_DECLARATION, Solution, Task
@@ -31,7 +31,7 @@ class BuildKind(TaskKind):
 
     def mark(self, task: Task, workspace: Path, trial_dir: Path) -> TrialGrade:
         assert isinstance(task.contract, TaskContract)
-        return grade_workspace_sync(task.contract, workspace)
+        return grader.grade_workspace_sync(task.contract, workspace)
 
     async def verify(self, task: Task, solution: Solution, scratch: Path) -> TrialGrade:
         # A copy of the solution as an agent would leave it (without a negative's declaration).
@@ -40,6 +40,6 @@ class BuildKind(TaskKind):
             shutil.copytree(solution.path, workspace, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns(NEGATIVE_DECLARATION))
             assert isinstance(task.contract, TaskContract)
-            return await grade_workspace(task.contract, workspace)
+            return await grader.grade_workspace(task.contract, workspace)
         finally:
             shutil.rmtree(workspace, ignore_errors=True)
