@@ -26,6 +26,7 @@ TRANSCRIPT_FILE = "transcript.jsonl"
 MEMO_FILE = "memo.md"
 SERVER_LOG = "server.log"
 PROXY_LOG = "proxy.log"  # what the recording proxy's HTTP server and MCP session logged (never the console)
+RECORD_FILE = "mcp-calls.jsonl"  # a usage trial's MCP traffic as the recording proxy saw it
 WORLD_FILE = "world.json"  # a usage trial's world: every request it received, and the server that ran
 CONDITION_FILE = "condition.md"  # what a usage condition added to the prompt (the instructions, the docs pack)
 WORKSPACE_DIR = "workspace"

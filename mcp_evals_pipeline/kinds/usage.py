@@ -27,13 +27,13 @@ from mcp_evals_pipeline.contracts.transcript import final_reply
 from mcp_evals_pipeline.contracts.usage import UsageContract, UsageSession
 from mcp_evals_pipeline.kinds.base import AgentPhase, TaskKind
 from mcp_evals_pipeline.tasks.catalog import Solution, Task
-from mcp_evals_pipeline.trial_dir import SERVER_LOG, TRANSCRIPT_FILE, WORLD_FILE
+from mcp_evals_pipeline.trial_dir import RECORD_FILE, SERVER_LOG, TRANSCRIPT_FILE, WORLD_FILE
 from mcp_evals_pipeline.upstreams.base import RecordedRequest
 from mcp_evals_pipeline.usage.conditions import ConditionUnavailable, brief, docs_pack_path, read_docs_pack
-from mcp_evals_pipeline.usage.marker import mark
-from mcp_evals_pipeline.usage.proxy import RECORD_FILE, read_events, recording_proxy, running_proxy
-from mcp_evals_pipeline.usage.sessions import play
-from mcp_evals_pipeline.usage.world import WorldError, running_world, running_world_async
+
+# The marker, proxy, sessions and world load in the methods that use them: they pull in the MCP SDK (~1.6 s of
+# imports), which every CLI command that only names a task kind (overview, import-runs, the eval's own process)
+# would otherwise pay.
 
 
 def _contract(task: Task) -> UsageContract:
@@ -61,6 +61,9 @@ class UsageKind(TaskKind):
 
     @contextlib.contextmanager
     def agent_services(self, task: Task, condition: Condition, trial_dir: Path) -> Iterator[AgentPhase]:
+        from mcp_evals_pipeline.usage.proxy import running_proxy
+        from mcp_evals_pipeline.usage.world import running_world
+
         refused: ConditionUnavailable | None = None
         with running_world(_contract(task)) as world:
             try:
@@ -82,6 +85,9 @@ class UsageKind(TaskKind):
             raise refused
 
     def mark(self, task: Task, workspace: Path, trial_dir: Path) -> TrialGrade:
+        from mcp_evals_pipeline.usage.marker import mark
+        from mcp_evals_pipeline.usage.proxy import read_events
+
         contract = _contract(task)
         try:
             recorded = json.loads((trial_dir / WORLD_FILE).read_text())["requests"]
@@ -94,6 +100,11 @@ class UsageKind(TaskKind):
 
     async def verify(self, task: Task, solution: Solution, scratch: Path) -> TrialGrade:
         """Never raises: a world or server that fails is an infra grade, as a crashed grader is for a build task."""
+        from mcp_evals_pipeline.usage.marker import mark
+        from mcp_evals_pipeline.usage.proxy import read_events, recording_proxy
+        from mcp_evals_pipeline.usage.sessions import play
+        from mcp_evals_pipeline.usage.world import WorldError, running_world_async
+
         contract = _contract(task)
         session = UsageSession.model_validate_json(solution.path.read_text(encoding="utf-8"))
         own = Path(tempfile.mkdtemp(prefix="session-", dir=scratch))  # `scratch` is shared by every solution

@@ -35,7 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcp_evals_pipeline.trial_dir import PROXY_LOG
 from mcp_evals_pipeline.usage.world import Upstream, mcp_client, result_text
 
-RECORD_FILE = "mcp-calls.jsonl"
 TEXT_LIMIT = 20_000  # per recorded result: a listing can be long, the record must stay readable
 ElicitationAnswer = Literal["decline", "cancel"]
 
