@@ -134,6 +134,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     finished."""
     def weight(item: pytest.Item) -> float:
         marker = item.get_closest_marker("long")
-        return -(marker.args[0] if marker and marker.args else 60) if marker else 0
+        if marker is None:
+            return 0
+        return -(marker.args[0] if marker.args else 60)
 
     items.sort(key=weight)

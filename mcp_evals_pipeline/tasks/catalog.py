@@ -11,9 +11,10 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import ValidationError
 
@@ -23,6 +24,9 @@ from mcp_evals_pipeline.contracts.usage import UsageContract, UsageSession
 from mcp_evals_pipeline.did_you_mean import suggestion
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.paths import prompt_hash_lock, tasks_dir
+
+if TYPE_CHECKING:  # suites.py reads the catalog's ids: imported only for the type
+    from mcp_evals_pipeline.tasks.suites import Suite
 
 NEGATIVE_DECLARATION = "negative.json"
 # A solution written blind (from prompt.md and starter/ alone, issue 24's blind round) keeps its author's note here.
@@ -293,7 +297,7 @@ def lock_new_tasks(tasks: list[Task], path: Path | None = None) -> tuple[list[st
 Tier = Literal["pr", "full"]
 
 
-def in_tier(task: Task, tier: Tier, suites: dict[str, Any] | None = None) -> bool:
+def in_tier(task: Task, tier: Tier, suites: Mapping[str, Suite] | None = None) -> bool:
     """Whether a task runs in `tier`: `full` is every task, `pr` the fast subset a pull request (and `make run`)
     runs: the usage cases marked pr in their task.json and the build tasks their suite lists under `pr`."""
     if tier == "full":
