@@ -1,34 +1,26 @@
 """The project-local Dagster instance as the CLI uses it: opened once under a file lock, its runs owned by processes
-it can check, and no wait on the `sandbox` pool that is silent or deaf to signals.
+it can check.
 
 - `open_instance`: the first use of a fresh DAGSTER_HOME creates (or migrates) the sqlite schemas of run,
   event-log and schedule storage; several processes doing that at once corrupt it (alembic heads, tables that
   already exist). Every CLI process opens the instance under one file lock, so the first creates the schema and
   the pool's slots and the others find them.
-- Owner tags: every run the CLI launches carries the host, pid and create time of the process executing it
-  (`owner_tags`), so `recover_dead_runs` can tell a run whose process is gone (kill -9, OOM, a lost terminal)
-  from one still running elsewhere, and a reused pid cannot pass for its predecessor.
+- Owner tags: every run the CLI submits carries the host, pid and create time of the process launching it
+  (`owner_tags`); once the local launcher's worker has started it, the worker that logged its RUN_START owns it.
+  So `recover_dead_runs` can tell a run whose process is gone (kill -9, OOM, a lost terminal) from one still
+  running elsewhere, and a reused pid cannot pass for its predecessor.
 - `recover_dead_runs` (at the start of every `eval`): such runs are marked failed and their pool slots freed, as
   are slots still held by runs that ended or no longer exist. Runs without owner tags (launched from the UI or by
   the daemon) are left to Dagster's run monitoring, which the DAGSTER_YAML written here enables.
-- `RunWatch`: Dagster's in-process executor waits for a pool slot in a loop that logs once every 5 minutes and,
-  inside `capture_interrupts`, only records SIGINT/SIGTERM (it re-raises them when a step's user code starts,
-  which never happens while it waits). A watcher thread says every few seconds who holds the slots, and when an
-  interrupt stays pending it marks the run failed, frees its claim and ends the process.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import sys
-import threading
-import time
-import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 import psutil
@@ -43,10 +35,7 @@ INIT_LOCK_TIMEOUT_S = 600
 OWNER_HOST_TAG = "mcp-evals/owner-host"
 OWNER_PID_TAG = "mcp-evals/owner-pid"
 OWNER_STARTED_TAG = "mcp-evals/owner-started"  # the owner's process create time (epoch seconds)
-LAUNCH_TAG = "mcp-evals/launch"  # one token per launch, so a watcher finds the run it watches
-
-# Exit status of a process stopped by SIGINT/SIGTERM while Dagster held the signal (the shell's 128 + SIGINT).
-INTERRUPTED_EXIT = 130
+LAUNCHER_TAG = "mcp-evals/launcher"  # "local": executed by a subprocess on the launching host (launched_runs.py)
 
 DAGSTER_YAML = """\
 # Written by mcp-evals on first use; edit freely.
@@ -55,6 +44,11 @@ telemetry:
 nux:
   # The webserver's first-visit community modal: off, it stands between a user and the runs they came to read.
   enabled: false
+run_coordinator:
+  # Runs start as soon as they are submitted (the CLI's batches, the UI's launches), no daemon needed. With
+  # QueuedRunCoordinator, `dagster-daemon run` (which `make ui` starts) dequeues them.
+  module: dagster._core.run_coordinator
+  class: DefaultRunCoordinator
 concurrency:
   pools:
     # Trials (pool "sandbox") running at once; servers bind free ports, so trials can run side by side.
@@ -73,6 +67,8 @@ run_monitoring:
   free_slots_after_run_end_seconds: 60
 """
 
+COORDINATOR_YAML = DAGSTER_YAML[DAGSTER_YAML.index("run_coordinator:"):DAGSTER_YAML.index("concurrency:")]
+
 Echo = Callable[[str], None]
 
 
@@ -89,13 +85,21 @@ def open_instance(home: Path | None = None) -> dg.DagsterInstance:
     with FileLock(str(home / INIT_LOCK), timeout=INIT_LOCK_TIMEOUT_S):
         config = home / "dagster.yaml"
         if not config.exists():
-            partial = home / f".dagster.yaml.{os.getpid()}"
-            partial.write_text(DAGSTER_YAML)
-            os.replace(partial, config)
+            _write(config, DAGSTER_YAML)
+        elif (text := config.read_text()).startswith(DAGSTER_YAML.splitlines()[0]) and "run_coordinator:" not in text:
+            # Written by an earlier mcp-evals, before batches were submitted to the instance: without this its
+            # default (queued) coordinator would wait for a daemon.
+            _write(config, text.rstrip("\n") + "\n" + COORDINATOR_YAML)
         # Building the instance builds its storages, whose constructors create or migrate the sqlite schemas.
         instance = dg.DagsterInstance.get()
         _initialize_pool(instance)
     return instance
+
+
+def _write(config: Path, text: str) -> None:
+    partial = config.with_name(f".dagster.yaml.{os.getpid()}")
+    partial.write_text(text)
+    os.replace(partial, config)
 
 
 def _initialize_pool(instance: dg.DagsterInstance) -> None:
@@ -120,21 +124,26 @@ def owner_tags(pid: int | None = None) -> dict[str, str]:
             OWNER_STARTED_TAG: f"{process.create_time():.2f}"}
 
 
-def launch_tags(tags: Mapping[str, str]) -> tuple[str, dict[str, str]]:
-    """(token, tags) for one launch from this process: its owner and a token a watcher can find the run by."""
-    token = uuid.uuid4().hex
-    return token, {**tags, **owner_tags(), LAUNCH_TAG: token}
-
-
-def owner_state(tags: Mapping[str, str]) -> str:
+def owner_state(tags: Mapping[str, str], instance: dg.DagsterInstance | None = None, run_id: str | None = None) -> str:
     """`alive`, `dead` (the process is gone, a zombie, or its pid now belongs to another process) or `unknown`
-    (no owner recorded, or one on another host)."""
+    (no owner recorded, or one on another host). A run the local launcher started (its RUN_START logged) is owned by
+    the worker that logged it; before that, and for runs executed in their launching process, by the tags' owner."""
     host, pid, started = (tags.get(t) for t in (OWNER_HOST_TAG, OWNER_PID_TAG, OWNER_STARTED_TAG))
     if not (host and pid and started) or host != socket.gethostname():
         return "unknown"
+    if instance is not None and run_id is not None and tags.get(LAUNCHER_TAG) == "local":
+        worker, at = worker_start(instance, run_id)
+        if worker is not None and at is not None:
+            return _process_state(worker, lambda created: created > at + 1.0)
+    return _process_state(int(pid) if pid.isdigit() else -1, lambda created: abs(created - float(started)) > 1.0)
+
+
+def _process_state(pid: int, another: Callable[[float], bool]) -> str:
+    """`dead` when no such process lives (a zombie counts as gone) or `another(its create time)` says the pid was
+    reused; else `alive`."""
     try:
-        process = psutil.Process(int(pid))
-        if process.status() == psutil.STATUS_ZOMBIE or abs(process.create_time() - float(started)) > 1.0:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE or another(process.create_time()):
             return "dead"
     except psutil.NoSuchProcess:
         return "dead"
@@ -143,10 +152,25 @@ def owner_state(tags: Mapping[str, str]) -> str:
     return "alive"
 
 
-def describe_owner(tags: Mapping[str, str]) -> str:
+def worker_start(instance: dg.DagsterInstance, run_id: str) -> tuple[int | None, float | None]:
+    """The pid and time of the run's RUN_START event (the process that started executing it), or Nones."""
+    from dagster._core.events import DagsterEventType
+
+    records = instance.get_records_for_run(run_id, of_type=DagsterEventType.RUN_START, limit=1).records
+    if not records:
+        return None, None
+    entry = records[0].event_log_entry
+    return (entry.dagster_event.pid if entry.dagster_event else None), entry.timestamp
+
+
+def describe_owner(tags: Mapping[str, str], instance: dg.DagsterInstance | None = None,
+                   run_id: str | None = None) -> str:
     if not tags.get(OWNER_PID_TAG):
         return "no owner recorded (launched from the UI or an older mcp-evals)"
-    return f"pid {tags[OWNER_PID_TAG]} on {tags.get(OWNER_HOST_TAG, '?')}, {owner_state(tags)}"
+    pid = tags[OWNER_PID_TAG]
+    if instance is not None and run_id is not None and tags.get(LAUNCHER_TAG) == "local":
+        pid = str(worker_start(instance, run_id)[0] or pid)
+    return f"pid {pid} on {tags.get(OWNER_HOST_TAG, '?')}, {owner_state(tags, instance, run_id)}"
 
 
 # ---- recovery ---------------------------------------------------------------------------------------------------
@@ -165,10 +189,11 @@ def recover_dead_runs(instance: dg.DagsterInstance, echo: Echo = _stderr) -> lis
     recovered = []
     for record in instance.get_run_records(filters=dg.RunsFilter(statuses=IN_FLIGHT)):
         run = record.dagster_run
-        if owner_state(run.tags) != "dead":
+        if owner_state(run.tags, instance, run.run_id) != "dead":
             continue
-        why = (f"its process (pid {run.tags[OWNER_PID_TAG]} on {run.tags[OWNER_HOST_TAG]}) is gone: killed or "
-               "crashed without ending the run; marked failed by mcp-evals")
+        pid = worker_start(instance, run.run_id)[0] if run.tags.get(LAUNCHER_TAG) == "local" else None
+        why = (f"its process (pid {pid or run.tags[OWNER_PID_TAG]} on {run.tags[OWNER_HOST_TAG]}) is gone: killed "
+               "or crashed without ending the run; marked failed by mcp-evals")
         instance.report_run_failed(run, why, JobFailureData(error=None,
                                                             failure_reason=RunFailureReason.UNEXPECTED_TERMINATION))
         if slots:
@@ -184,97 +209,3 @@ def recover_dead_runs(instance: dg.DagsterInstance, echo: Echo = _stderr) -> lis
                 storage.free_concurrency_slots_for_run(run_id)
                 echo(f"freed the pool slots of Dagster run {run_id} ({run.status.value if run else 'deleted'})")
     return recovered
-
-
-# ---- watching a launch ------------------------------------------------------------------------------------------
-
-
-class RunWatch:
-    """Watch the run one `dg.materialize` in this process's main thread is executing (found by its launch tag):
-    while it waits for a pool slot, say so every `say_every` seconds, naming the runs that hold the slots; when
-    SIGINT/SIGTERM reached Dagster's capturing handler and stayed unhandled for `grace` seconds (no step code
-    runs to raise it: the run waits for a slot or a retry), mark the run failed, free its claim and exit."""
-
-    def __init__(self, instance: dg.DagsterInstance, token: str, echo: Echo = _stderr, *, pool: str = POOL,
-                 say_every: float = 5.0, check_every: float = 1.0, grace: float = 2.0,
-                 exit: Callable[[int], Any] = os._exit):
-        self.instance, self.token, self.echo, self.pool = instance, token, echo, pool
-        self.say_every, self.check_every, self.grace, self._exit = say_every, check_every, grace, exit
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="mcp-evals-run-watch", daemon=True)
-        self._run: dg.DagsterRun | None = None
-
-    def __enter__(self) -> RunWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _find_run(self) -> dg.DagsterRun | None:
-        if self._run is None:
-            runs = self.instance.get_runs(filters=dg.RunsFilter(tags={LAUNCH_TAG: self.token}), limit=1)
-            self._run = runs[0] if runs else None
-        return self._run
-
-    def waiting_line(self) -> str | None:
-        """The line to print if the run waits for a slot of the pool, else None."""
-        run = self._find_run()
-        if run is None:
-            return None
-        info = self.instance.event_log_storage.get_concurrency_info(self.pool)
-        if run.run_id not in info.pending_run_ids or run.run_id in info.active_run_ids:
-            return None
-        holders = []
-        for run_id in sorted(info.active_run_ids):
-            holder = self.instance.get_run_by_id(run_id)
-            tags = holder.tags if holder else {}
-            status = holder.status.value if holder else "deleted"
-            holders.append(f"{run_id} ({status}, {describe_owner(tags)})")
-        return (f"waiting for a free `{self.pool}` pool slot: {len(info.claimed_slots)} of {info.slot_count} held "
-                f"by runs {', '.join(holders) or '-'}")
-
-    def _loop(self) -> None:
-        from dagster._utils.interrupts import check_captured_interrupt
-
-        last_said = last_checked = 0.0
-        interrupted_since: float | None = None
-        while not self._stop.wait(0.2):
-            now = time.monotonic()
-            if not check_captured_interrupt():
-                interrupted_since = None
-            elif interrupted_since is None:
-                interrupted_since = now
-            elif now - interrupted_since >= self.grace:
-                self._interrupted()
-                return
-            if now - last_checked < self.check_every:
-                continue
-            last_checked = now
-            try:
-                line = self.waiting_line()
-            except Exception as exc:  # the watch never breaks the run it watches
-                line = None
-                self.echo(f"(pool watch: {type(exc).__name__}: {exc})")
-            if line and now - last_said >= self.say_every:
-                self.echo(line)
-                last_said = now
-
-    def _interrupted(self) -> None:
-        run = self._find_run()
-        self.echo("interrupted: stopping" + (f" Dagster run {run.run_id}" if run else "") + " (SIGINT/SIGTERM)")
-        if run is not None:
-            try:
-                current = self.instance.get_run_by_id(run.run_id)
-                if current is not None and not current.is_finished:
-                    self.instance.report_run_failed(current, "interrupted (SIGINT/SIGTERM) while no step was "
-                                                             "running (waiting for a pool slot or a retry)")
-                if self.instance.event_log_storage.supports_global_concurrency_limits:
-                    self.instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
-            except Exception as exc:  # still exit: the next eval recovers the run
-                self.echo(f"could not mark run {run.run_id} failed ({type(exc).__name__}: {exc})")
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        self._exit(INTERRUPTED_EXIT)

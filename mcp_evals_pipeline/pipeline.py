@@ -1,28 +1,25 @@
-"""A batch driven from the CLI: Dagster runs in the persistent instance, so they show in the UI like scheduled ones.
+"""A batch driven from the CLI: Dagster runs submitted to the instance for the project's code location, so they
+show in the UI (under their jobs, in the Timeline, in each asset's history) exactly as its own launches do.
 
-One run per trial partition (the same unit a backfill or the baseline schedule launches), then one run for the SQL
-models and the batch scorecard. `parallel` > 1 runs that many trial runs at once, each in a worker process of its
-own against the same instance (as Dagster's own run launcher does): live agents mostly wait on their model, so a
-baseline of 42 trials need not take 42 agent sessions end to end. Servers take free ports and the DuckDB writes
-are serialized across processes, so trials side by side do not disturb each other.
+First the catalog run (the lineage root), then one run per trial partition (the same unit a backfill or the baseline
+schedule launches), then one run for the checks of every trial and one for the SQL models and the batch scorecard.
+Each is executed by the instance's run coordinator and launcher (launched_runs.py): a local subprocess per run by
+default, a container with deploy/dagster.yaml. `parallel` trial runs are in flight at once (live agents mostly wait
+on their model); servers take free ports and the DuckDB writes are serialized across processes, so trials side by
+side do not disturb each other.
 
-Before anything runs, runs of the instance whose process is gone (a batch killed with kill -9) are marked failed
-and their pool slots freed (`dagster_instance.recover_dead_runs`); every run launched here records its owner
-process in its tags, and a trial run waiting for a pool slot says so and can be interrupted (`RunWatch`).
+Before anything runs, runs of the instance whose process is gone (a batch or a run worker killed with kill -9) are
+marked failed and their pool slots freed (`dagster_instance.recover_dead_runs`). SIGINT/SIGTERM stop the batch: no
+further run is submitted and the runs in flight are terminated through the launcher (`InstanceRuns.stop`).
 `resume` skips the trials whose current attempt on disk is valid for the same spec (`trials.finished_for`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import multiprocessing
-import os
 import signal
-import sys
-import time
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,12 +31,13 @@ from pydantic import Field
 from mcp_evals_pipeline.agents import agent_entry
 from mcp_evals_pipeline.batch_calendar import BATCH_DAYS, FIRST_BATCH
 from mcp_evals_pipeline.conditions import CONDITIONS, Condition
-from mcp_evals_pipeline.dagster_instance import INTERRUPTED_EXIT, RunWatch, launch_tags, recover_dead_runs
-from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys
+from mcp_evals_pipeline.dagster_instance import owner_tags, recover_dead_runs
+from mcp_evals_pipeline.defs.partitions import batch_date_partitions, multi_key, register_trial_keys, trial_partitions
 from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.heartbeat import heartbeat
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
+from mcp_evals_pipeline.launched_runs import InstanceRuns, check_evaluations, failure_message, materialization
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import SandboxError, require_isolation
 from mcp_evals_pipeline.sandbox.choice import box_unavailable, choose_backend
@@ -210,47 +208,100 @@ def check_request(request: BatchRequest) -> CheckedBatch:
     return CheckedBatch(tasks, keys, batch_date, run_id_for(request.batch_id or batch_date, request.agent, model))
 
 
-def _run_trials(instance: dg.DagsterInstance, store: EvalStore, spec: tuple[str, dict[str, Any], dict[str, str]],
-                parallel: int, keys: list[str], offset: int, say: Callable[[int, str, TrialRunOutcome], None],
-                echo: Callable[[str], None]) -> None:
-    """Each trial's Dagster run, `parallel` at a time in worker processes (one at a time in this process for an
-    ephemeral instance); `say` hears each outcome as it ends."""
-    batch_date, config, tags = spec
-    if parallel > 1 and not instance.is_ephemeral and len(keys) > 1:
-        jobs = (instance.get_ref(), store.database, store.runs_root, batch_date, config, tags)
-        # spawn, not fork: the parent holds Dagster's and DuckDB's threads and locks
-        with ProcessPoolExecutor(max_workers=parallel, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_die_with_parent) as pool, _stop_workers_on_signal(pool, instance, echo):
-            futures = {pool.submit(_trial_in_worker, *jobs, key): key for key in keys}
-            for index, future in enumerate(as_completed(futures), offset + 1):
-                try:
-                    outcome = future.result()
-                except Exception as exc:  # a worker died (then every trial still queued fails too): reported as a
-                    # failed run; what the died attempt left is recorded as infra.agent when its partition reruns
-                    outcome = TrialRunOutcome(False, "-", error=f" (worker: {type(exc).__name__}: {exc})")
-                say(index, futures[future], outcome)
-    else:
-        for index, key in enumerate(keys, offset + 1):
-            say(index, key, materialize_trial(instance, store, batch_date, key, config, tags, echo=echo))
+class _Launches:
+    """The batch's runs through InstanceRuns, with the ids still in flight (what SIGINT/SIGTERM stops)."""
+
+    def __init__(self, runs: InstanceRuns, store: EvalStore, tags: dict[str, str], echo: Callable[[str], None]):
+        self.runs, self.echo, self.live = runs, echo, set[str]()
+        self.tags = {**tags, **owner_tags()}  # the launching process owns each run until its worker starts it
+        self.resources = {"resources": {"eval_store": {"config": {"database": store.database,
+                                                                  "runs_root": store.runs_root}}}}
+
+    def submit(self, job_name: str, config: dict[str, Any], partition_tags: dict[str, str] | None = None) -> str:
+        return self.runs.submit(job_name, {**config, **QUIET}, self.tags, partition_tags, created=self.live.add)
+
+    def one(self, job_name: str, config: dict[str, Any],
+            partition_tags: dict[str, str] | None = None) -> tuple[str, dg.DagsterRun | None]:
+        """Submit one run and wait for it: its id and its end (None: deleted while it ran)."""
+        run_id = self.submit(job_name, config, partition_tags)
+        ended: list[dg.DagsterRun | None] = []
+        self.runs.wait([run_id], lambda _id, run: ended.append(run), self.echo)
+        self.live.discard(run_id)
+        return run_id, ended[0]
+
+
+@contextlib.contextmanager
+def _stop_on_signal(launches: _Launches) -> Iterator[None]:
+    """SIGTERM stops the batch like SIGINT does: nothing more is submitted and the runs in flight are stopped."""
+    previous = (signal.signal(signal.SIGTERM, signal.default_int_handler)
+                if threading.current_thread() is threading.main_thread() else None)
+    try:
+        yield
+    except KeyboardInterrupt:
+        launches.runs.stop(sorted(launches.live), launches.echo)
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_trials(launches: _Launches, batch_date: str, config: dict[str, Any], parallel: int, keys: list[str],
+                offset: int, say: Callable[[int, str, TrialRunOutcome], None]) -> None:
+    """Each trial's run, `parallel` in flight at once; `say` hears each outcome as it ends."""
+    todo = list(keys)
+    live: dict[str, str] = {}  # run id -> trial key
+    index = offset
+    run_config = {"ops": {"trial": {"config": config}}, **launches.resources}
+    while todo or live:
+        while todo and len(live) < parallel:
+            key = todo.pop(0)
+            tags = dict(trial_partitions.get_tags_for_partition_key(multi_key(batch_date, key)))
+            live[launches.submit("trials_job", run_config, tags)] = key
+
+        def ended(run_id: str, run: dg.DagsterRun | None) -> None:
+            nonlocal index
+            index += 1
+            launches.live.discard(run_id)
+            say(index, live.pop(run_id), trial_outcome(launches.runs.instance, run_id, run))
+
+        launches.runs.wait(list(live), ended, launches.echo, until_one=True)
+
+
+def trial_outcome(instance: dg.DagsterInstance, run_id: str, run: dg.DagsterRun | None) -> TrialRunOutcome:
+    """What a trial run's end says: the outcome its materialization carries, or why the run failed."""
+    if run is None:
+        return TrialRunOutcome(False, run_id, error=" (the run was deleted while it ran)")
+    if run.status != dg.DagsterRunStatus.SUCCESS:
+        return TrialRunOutcome(False, run_id, error=f" ({run.status.value}: {failure_message(instance, run_id)[:300]})")
+    mat = materialization(instance, run_id, "trial")
+    if mat is None:
+        return TrialRunOutcome(False, run_id, error=" (no trial materialization)")
+    code = mat.metadata["failure_code"].value
+    return TrialRunOutcome(True, run_id, str(mat.metadata["outcome"].value), str(code) if code else None)
 
 
 def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
               echo: Callable[[str], None] = print, store: EvalStore | None = None) -> BatchOutcome:
     """Validate everything first (check_request), then spend."""
     checked = check_request(request)
-    tasks, keys, batch_date, run_id = checked.tasks, checked.keys, checked.batch_date, checked.run_id
     store = store or EvalStore()
     recover_dead_runs(instance, echo)  # a killed batch's runs must not hold the pool's slots forever
+    tags = tags_for(request, checked.batch_date)
+    with InstanceRuns(instance) as runs:
+        launches = _Launches(runs, store, tags, echo)
+        with _stop_on_signal(launches):
+            return _run_launched(request, launches, checked, store)
+
+
+def _run_launched(request: BatchRequest, launches: _Launches, checked: CheckedBatch,
+                  store: EvalStore) -> BatchOutcome:
+    """run_batch once the code location is loaded: the catalog, the gate, the trials, the checks, the reports."""
+    tasks, keys, batch_date, run_id = checked.tasks, checked.keys, checked.batch_date, checked.run_id
+    instance, echo = launches.runs.instance, launches.echo
     # The lineage root first: the catalog every trial of the batch reads, with its promptHashes, as of now.
-    token, catalog_tags = launch_tags(tags_for(request, batch_date))
-    with RunWatch(instance, token, echo):
-        catalog = job("catalog_job").execute_in_process(instance=instance, run_config=QUIET, tags=catalog_tags,
-                                                        raise_on_error=False)
-    _raise_if_interrupted(catalog)
-    if not _succeeded(catalog):
-        failure = next((e.step_failure_data.error for e in catalog.all_events if e.is_step_failure), None)
-        why = failure.message.strip() if failure else "its Dagster run was deleted while it ran" \
-            if catalog.dagster_run is None else "?"
+    catalog_id, catalog = launches.one("catalog_job", {})
+    if catalog is None or catalog.status != dg.DagsterRunStatus.SUCCESS:
+        why = "its Dagster run was deleted while it ran" if catalog is None else failure_message(instance, catalog_id)
         raise ValueError(f"task_catalog failed, no agent was run: {why}")
     register_trial_keys(instance, keys)  # the catalog's t1..t3 are there; a --trials 5 batch adds its own
 
@@ -268,7 +319,6 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
             raise ValueError("verify-tasks failed, no agent was run: " + gate_failure(gate.failed))
 
     config = request.trial_options()
-    tags = tags_for(request, batch_date)
     # on every run: which box the agents get, and loudly when it is none
     echo(choose_backend(request.agent, request.sandbox).describe())
     failed = 0
@@ -304,32 +354,24 @@ def run_batch(request: BatchRequest, instance: dg.DagsterInstance,
         return f"  ... {finished} of {len(keys_to_run)} trial(s) finished, {elapsed:.0f}s elapsed"
 
     with heartbeat(echo, status) as beat:
-        _run_trials(instance, store, (batch_date, config, tags), request.parallel, keys_to_run, offset, say, echo)
+        _run_trials(launches, batch_date, config, max(1, request.parallel), keys_to_run, offset, say)
 
-    token, check_tags = launch_tags(tags)
-    with RunWatch(instance, token, echo):
-        checks_run = job("trial_checks_job").execute_in_process(
-            instance=instance, resources={"eval_store": store}, run_config=QUIET, tags=check_tags,
-            raise_on_error=False)
-    _raise_if_interrupted(checks_run)
-    token, report_tags = launch_tags(tags)
-    with RunWatch(instance, token, echo):
-        reports_run = job("reports_job").execute_in_process(
-            partition_key=batch_date, instance=instance, resources={"eval_store": store}, run_config=QUIET,
-            tags=report_tags, raise_on_error=False)
-    _raise_if_interrupted(reports_run)
+    checks_id, checks_run = launches.one("trial_checks_job", launches.resources)
+    reports_id, reports_run = launches.one(
+        "reports_job", launches.resources, dict(batch_date_partitions.get_tags_for_partition_key(batch_date)))
     if not _succeeded(checks_run):
         failed += 1
-    for check in [*checks_run.get_asset_check_evaluations(), *reports_run.get_asset_check_evaluations()]:
+    for check in [*check_evaluations(instance, checks_id), *check_evaluations(instance, reports_id)]:
         if not check.passed:
             echo(f"check {check.check_name} on {check.asset_key.to_user_string()} did not pass: "
                  f"{_check_detail(check.metadata)}")
     broken: list[str] = []
-    if not _succeeded(reports_run):
+    scorecard = materialization(instance, reports_id, "batch_scorecard") if _succeeded(reports_run) else None
+    if scorecard is None:
         failed += 1
     else:
-        meta = reports_run.asset_materializations_for_node("batch_scorecard")[0].metadata
-        broken = [line for line in str(meta["broken_runs"].value).splitlines() if line and line != "none"]
+        broken = [line for line in str(scorecard.metadata["broken_runs"].value).splitlines()
+                  if line and line != "none"]
         for line in broken:
             echo(f"scorecard not written: {line}")
         if any(line.startswith(f"{run_id}: ") for line in broken):
@@ -364,25 +406,6 @@ class TrialRunOutcome:
     error: str = ""
 
 
-def materialize_trial(instance: dg.DagsterInstance, store: EvalStore, batch_date: str, key: str,
-                      config: dict[str, Any], tags: dict[str, str],
-                      echo: Callable[[str], None] | None = None) -> TrialRunOutcome:
-    """One Dagster run materializing one trial partition, owned by this process (its tags), watched while it
-    waits for a pool slot."""
-    token, run_tags = launch_tags(tags)
-    with RunWatch(instance, token, *([echo] if echo else [])):
-        result = job("trials_job").execute_in_process(
-            partition_key=multi_key(batch_date, key), instance=instance, resources={"eval_store": store},
-            run_config={"ops": {"trial": {"config": config}}, **QUIET}, tags=run_tags, raise_on_error=False,
-        )
-    _raise_if_interrupted(result)
-    if not _succeeded(result):
-        return TrialRunOutcome(False, result.run_id)
-    meta = result.asset_materializations_for_node("trial")[0].metadata
-    return TrialRunOutcome(True, result.run_id, str(meta["outcome"].value),
-                           str(meta["failure_code"].value) if meta["failure_code"].value else None)
-
-
 def tags_for(request: BatchRequest, batch_date: str) -> dict[str, str]:
     return {"mcp-evals/batch": batch_date, "mcp-evals/agent": request.agent}
 
@@ -402,76 +425,7 @@ def _check_detail(metadata: dict[str, Any]) -> str:
     return "see the Dagster UI"
 
 
-def _succeeded(result: dg.ExecuteInProcessResult) -> bool:
+def _succeeded(run: dg.DagsterRun | None) -> bool:
     """A run that is no longer in the instance when it ends (deleted while it ran, e.g. through the webserver's
-    API) failed: Dagster then hands back a result without a run, whose `success` raises AttributeError."""
-    return result.dagster_run is not None and result.success
-
-
-def _raise_if_interrupted(result: dg.ExecuteInProcessResult) -> None:
-    """SIGINT/SIGTERM during a step's code fails the run (Dagster raises it there and records the step failure
-    as an interrupt); the batch stops too instead of going on with the next trial."""
-    from dagster._core.execution.plan.objects import ErrorSource
-
-    if not _succeeded(result) and any(e.is_step_failure and e.step_failure_data.error_source == ErrorSource.INTERRUPT
-                                   for e in result.all_events):
-        raise KeyboardInterrupt(f"Dagster run {result.run_id} was interrupted")
-
-
-def _trial_in_worker(ref: Any, database: str, runs_root: str, batch_date: str, config: dict[str, Any],
-                     tags: dict[str, str], key: str) -> TrialRunOutcome:
-    """materialize_trial in a worker process, against the parent's instance (by reference). An interrupted
-    worker ends (its run failed) instead of taking the next trial."""
-    with dg.DagsterInstance.from_ref(ref) as instance:
-        try:
-            return materialize_trial(instance, EvalStore(database=database, runs_root=runs_root), batch_date, key,
-                                     config, tags)
-        except KeyboardInterrupt:
-            sys.stderr.flush()
-            os._exit(INTERRUPTED_EXIT)
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Worker initializer: the kernel SIGKILLs the worker when the eval process dies, so a killed batch leaves no
-    trial running on (its runs are recovered by the next eval)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def _stop_workers_on_signal(pool: ProcessPoolExecutor, instance: dg.DagsterInstance,
-                            echo: Callable[[str], None], grace_s: float = 20.0) -> Iterator[None]:
-    """SIGTERM stops the batch like SIGINT does. Either one is passed on to the workers (Dagster fails a running
-    trial's run, a RunWatch ends a waiting one); a worker still there after `grace_s` is killed, and the runs
-    left behind are recovered before the interrupt goes on."""
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if _main_thread() else None
-    try:
-        yield
-    except KeyboardInterrupt:
-        echo("interrupted: stopping the trial workers")
-        workers = list((getattr(pool, "_processes", None) or {}).values())
-        for worker in workers:
-            if worker.is_alive() and worker.pid:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(worker.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for worker in workers:
-            worker.join(timeout=max(0.0, deadline - time.monotonic()))
-            if worker.is_alive():
-                worker.kill()
-                worker.join(timeout=5)
-        pool.shutdown(wait=False, cancel_futures=True)
-        recover_dead_runs(instance, echo)
-        raise
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+    API) failed."""
+    return run is not None and run.status == dg.DagsterRunStatus.SUCCESS

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import dagster as dg
 import duckdb
 import pytest
 from mcp import Client
@@ -23,6 +22,8 @@ from mcp_evals_pipeline.tasks.catalog import get_task
 from mcp_evals_pipeline.tasks.suites import get_suite
 from mcp_evals_pipeline.usage.marker import mark
 from mcp_evals_pipeline.usage.proxy import ProxyEvent
+
+from .support.instances import batch_instance
 
 SUITE = get_suite("evals-server").tasks
 
@@ -107,7 +108,7 @@ def test_a_replay_batch_of_the_suite_marks_pass_miss_and_unsafe_per_case(tmp_pat
     cases = [SUITE[0], SUITE[-1]]
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     said: list[str] = []
-    with dg.instance_for_test() as instance:
+    with batch_instance() as instance:
         outcome = run_batch(BatchRequest(agent="replay", task_ids=cases, conditions=["bare"], trials=3, parallel=2,
                                          batch_date="2026-11-25", verify=False), instance, said.append, store)
     assert (outcome.failed_runs, outcome.trial_runs) == (0, 3 * len(cases)), said

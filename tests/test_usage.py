@@ -30,6 +30,7 @@ from mcp_evals_pipeline.usage.world import mcp_client, running_world
 from mcp_evals_pipeline.verify import verify_tasks
 
 from .conftest import REPO, TASKS
+from .support.instances import batch_instance
 from .support.openai_server import ScriptedOpenAI, call, reply
 
 USAGE = [t for t in discover_tasks()[0] if t.kind == "usage"]
@@ -223,7 +224,7 @@ def test_make_runs_usage_batch_lands_beside_the_build_batch_with_pass_miss_unsaf
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     cases = [BY_NAME, BY_ID]  # two of the sixteen, to keep the test short
     said: list[str] = []
-    with dg.instance_for_test() as instance:
+    with batch_instance() as instance:
         build = run_batch(BatchRequest(agent="replay", task_ids=["py-v4-01-basic-tool-server"], trials=1,
                                        batch_date="2026-11-25", verify=False), instance, said.append, store)
         usage = run_batch(BatchRequest(agent="replay", task_ids=cases, conditions=["bare"], trials=3,
@@ -263,7 +264,7 @@ def test_every_case_has_a_tier_and_the_pr_tier_is_a_fast_subset(tmp_path: Path) 
     pr = sorted(t.id for t in USAGE if in_tier(t, "pr"))
     assert 0 < len(pr) < len(USAGE) // 2 and all(in_tier(t, "full") for t in USAGE)
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
-    with dg.instance_for_test() as instance:
+    with batch_instance() as instance:
         outcome = run_batch(BatchRequest(agent="replay", tier="pr", conditions=["bare"], trials=1,
                                          batch_date="2026-11-25", verify=False), instance, lambda _: None, store)
         assert outcome.failed_runs == 0

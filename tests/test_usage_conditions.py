@@ -28,6 +28,7 @@ from mcp_evals_pipeline.usage.proxy import running_proxy
 from mcp_evals_pipeline.usage.world import mcp_client, running_world
 
 from .conftest import REPO, TASKS
+from .support.instances import batch_instance
 from .support.openai_server import ScriptedOpenAI, call, reply
 
 BY_NAME = "usage-ops-v3-02-restart-by-name"
@@ -149,7 +150,7 @@ def test_a_selection_no_condition_applies_to_is_refused_and_no_condition_means_e
     assert result.exit_code == 2
     assert "no condition of noskill+blank applies to the selected usage tasks (usage tasks run under bare, " \
            "instructions, docs)" in result.output
-    with dg.instance_for_test() as instance:
+    with batch_instance() as instance:
         outcome = run_batch(BatchRequest(agent="replay", task_ids=["usage-ops-v3-01-restart-by-id",
                                                                    "py-v4-01-basic-tool-server"], verify=False),
                             instance, echo=lambda _: None)

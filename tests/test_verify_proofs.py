@@ -15,6 +15,7 @@ from mcp_evals_pipeline.tasks.catalog import load_task
 from mcp_evals_pipeline.verify import proof_key, still_proven, verify_gate
 
 from .conftest import TASKS
+from .support.instances import batch_instance
 
 TASK = "py-v4-01-basic-tool-server"
 
@@ -78,7 +79,6 @@ def test_a_failing_proof_is_never_kept(tmp_path: Path) -> None:
 def test_a_batch_whose_proofs_hold_runs_its_trials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The gate of `eval`: the first batch proves the task, the second reuses the proof, says so and still runs
     every trial (make run's second run once ran none: the gate's message clobbered the batch's trial keys)."""
-    import dagster as dg
 
     from mcp_evals_pipeline.defs.resources import EvalStore
     from mcp_evals_pipeline.pipeline import BatchRequest, run_batch
@@ -93,7 +93,7 @@ def test_a_batch_whose_proofs_hold_runs_its_trials(tmp_path: Path, monkeypatch: 
     monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tmp_path / "tasks"))
     store = EvalStore(database=str(tmp_path / "evals.duckdb"), runs_root=str(tmp_path / "runs"))
     said: list[str] = []
-    with dg.instance_for_test() as instance:
+    with batch_instance() as instance:
         for _ in range(2):
             outcome = run_batch(BatchRequest(agent="replay", task_ids=[TASK], trials=2, batch_date="2026-11-30"),
                                 instance, said.append, store)

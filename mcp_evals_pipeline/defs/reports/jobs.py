@@ -3,9 +3,10 @@
 import dagster as dg
 
 from mcp_evals_pipeline.defs.models.assets import MODELS
+from mcp_evals_pipeline.run_executor import IN_PROCESS
 
 reports_job = dg.define_asset_job(
-    "reports_job",
+    "reports_job", executor_def=IN_PROCESS,
     selection=dg.AssetSelection.assets(*(m.name for m in MODELS), "batch_scorecard"),
     description="Rebuild the SQL models (with their checks) and the batch scorecard of one batch date.",
 )

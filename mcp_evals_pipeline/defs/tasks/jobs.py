@@ -2,5 +2,7 @@
 
 import dagster as dg
 
-catalog_job = dg.define_asset_job("catalog_job", selection=["task_catalog"],
+from mcp_evals_pipeline.run_executor import IN_PROCESS
+
+catalog_job = dg.define_asset_job("catalog_job", executor_def=IN_PROCESS, selection=["task_catalog"],
                                   description="The task catalog, the lineage root: every batch starts with it.")

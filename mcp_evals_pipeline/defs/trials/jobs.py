@@ -3,11 +3,12 @@
 import dagster as dg
 
 from mcp_evals_pipeline.defs.trials.outcome import OUTCOME_CHECK
+from mcp_evals_pipeline.run_executor import IN_PROCESS
 
 # A trial run materializes its trial and its own partition's outcome check only: the other checks of the trial asset
 # scan every partition's row, once per batch (trial_checks_job) rather than once per trial.
 trials_job = dg.define_asset_job(
-    "trials_job", selection=dg.AssetSelection.assets("trial").without_checks()
+    "trials_job", executor_def=IN_PROCESS, selection=dg.AssetSelection.assets("trial").without_checks()
     | dg.AssetSelection.checks(dg.AssetCheckKey(dg.AssetKey("trial"), OUTCOME_CHECK)),
     description="Materialize trial partitions (one run per trial), each with its trial_outcome check.")
 
@@ -16,6 +17,6 @@ trials_job = dg.define_asset_job(
 # second) and shows "Not evaluated" when the last trial landed in the same second. Unpartitioned, the check is tied
 # to the trial asset's latest materialization.
 trial_checks_job = dg.define_asset_job(
-    "trial_checks_job", selection=dg.AssetSelection.checks_for_assets("trial")
+    "trial_checks_job", executor_def=IN_PROCESS, selection=dg.AssetSelection.checks_for_assets("trial")
     - dg.AssetSelection.checks(dg.AssetCheckKey(dg.AssetKey("trial"), OUTCOME_CHECK)),
     description="Check that every materialized trial partition has its current row (after a batch's trials).")

@@ -1,0 +1,231 @@
+"""Runs the CLI submits to the instance for the project's code location, exactly as the UI's launches are.
+
+A batch opens the project's code location (`dagster api grpc` for mcp_evals_pipeline.definitions, under the
+location name `dg dev` shows) and creates each run from it, with its code origin and repository tag: the runs then
+list under their jobs, in the Timeline and in each asset's history like any launch from the UI. `instance.submit_run`
+hands each one to the instance's run coordinator and launcher: with the project's instance config, the default
+coordinator and launcher (a local subprocess of the code server per run, no daemon); with deploy/dagster.yaml, the
+Docker launcher (a container per run); any other launcher by config. A queued coordinator needs its daemon: a batch
+refuses to start without one instead of queueing runs nobody dequeues.
+
+Owners: a run is created with the launching process's owner tags (dagster_instance.owner_tags) and, for the local
+launcher, a tag saying so; from its RUN_START on, its owner is the run worker that logged that event (same host,
+its pid in the event). `dagster_instance.recover_dead_runs` reads it so, and a kill -9 of the batch or of a worker
+leaves runs a later eval recovers. Runs launched elsewhere (containers) are left to Dagster's run monitoring.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack, suppress
+from typing import Any
+
+import dagster as dg
+from dagster._core.definitions.selector import JobSubsetSelector
+from dagster._core.events import DagsterEventType
+
+from mcp_evals_pipeline.dagster_instance import LAUNCHER_TAG, POOL, describe_owner, recover_dead_runs, worker_start
+
+LOCATION_NAME = "mcp_evals_pipeline"  # pyproject's [tool.dg.project] code_location_name (a test holds them equal)
+DEFINITIONS_MODULE = "mcp_evals_pipeline.definitions"
+POLL_S = 0.3
+
+Echo = Callable[[str], None]
+
+
+class NoDaemon(ValueError):
+    """The instance queues runs and no daemon dequeues them."""
+
+
+def coordinator_problem(instance: dg.DagsterInstance) -> str | None:
+    """Why runs submitted to this instance would never start, or None."""
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+
+    if not isinstance(instance.run_coordinator, QueuedRunCoordinator):
+        return None
+    heartbeats = instance.get_daemon_heartbeats()
+    beat = heartbeats.get("QUEUED_RUN_COORDINATOR")
+    if beat is not None and time.time() - beat.timestamp < 60:
+        return None
+    return (f"the Dagster instance at {instance.root_directory} queues runs (QueuedRunCoordinator) and no daemon "
+            "dequeues them: start one (`dagster-daemon run`, or `make ui`) or set `run_coordinator: {module: "
+            "dagster._core.run_coordinator, class: DefaultRunCoordinator}` in its dagster.yaml")
+
+
+def is_local_launcher(instance: dg.DagsterInstance) -> bool:
+    from dagster._core.launcher import DefaultRunLauncher
+
+    return isinstance(instance.run_launcher, DefaultRunLauncher)
+
+
+class InstanceRuns:
+    """The project's code location, loaded once per batch, and the runs submitted from it."""
+
+    def __init__(self, instance: dg.DagsterInstance) -> None:
+        self.instance = instance
+        self._stack = ExitStack()
+        self._plans: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self.local = is_local_launcher(instance)
+
+    def __enter__(self) -> InstanceRuns:
+        from dagster._core.workspace.context import WorkspaceProcessContext
+        from dagster._core.workspace.load_target import ModuleTarget
+
+        if problem := coordinator_problem(self.instance):
+            raise NoDaemon(problem)
+        target = ModuleTarget(module_name=DEFINITIONS_MODULE, attribute=None, working_directory=None,
+                              location_name=LOCATION_NAME)
+        process = self._stack.enter_context(
+            WorkspaceProcessContext(self.instance, target, code_server_log_level="WARNING"))
+        self.workspace = process.create_request_context()
+        if error := self.workspace.get_code_location_error(LOCATION_NAME):
+            self._stack.close()
+            raise ValueError(f"the code location {LOCATION_NAME} did not load: {error.message.strip()}")
+        self.location = self.workspace.get_code_location(LOCATION_NAME)
+        (self.repository,) = self.location.get_repositories().values()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _job_and_plan(self, job_name: str, run_config: Mapping[str, Any]) -> tuple[Any, Any]:
+        """The remote job and its execution plan: the same for every run of a job with the same config (the
+        partition is a tag), so asked of the code server once per batch."""
+        key = (job_name, json.dumps(run_config, sort_keys=True, default=str))
+        if key not in self._plans:
+            job = self.location.get_job(JobSubsetSelector(location_name=LOCATION_NAME,
+                                                          repository_name=self.repository.name, job_name=job_name,
+                                                          op_selection=None))
+            plan = self.location.get_execution_plan(job, dict(run_config), step_keys_to_execute=None,
+                                                    known_state=None, instance=self.instance)
+            self._plans[key] = (job, plan.execution_plan_snapshot)
+        return self._plans[key]
+
+    def submit(self, job_name: str, run_config: Mapping[str, Any], tags: Mapping[str, str],
+               partition_tags: Mapping[str, str] | None = None,
+               created: Callable[[str], None] = lambda _run_id: None) -> str:
+        """Create the run from the code location (its origin and repository tag as a UI launch has them) and
+        submit it to the instance's run coordinator; its id. `created` hears the id before the submission, so an
+        interrupt during the launch still finds the run."""
+        job, plan = self._job_and_plan(job_name, run_config)
+        run = self.instance.create_run(
+            job_name=job_name, run_id=None, run_config=dict(run_config), resolved_op_selection=None,
+            step_keys_to_execute=plan.step_keys_to_execute, op_selection=None, status=None, root_run_id=None,
+            parent_run_id=None,
+            tags={**job.tags, **(partition_tags or {}), **tags, **({LAUNCHER_TAG: "local"} if self.local else {})},
+            job_snapshot=job.job_snapshot, execution_plan_snapshot=plan, parent_job_snapshot=job.parent_job_snapshot,
+            remote_job_origin=job.get_remote_origin(), job_code_origin=job.get_python_origin(),
+            asset_selection=None, asset_check_selection=None, asset_graph=self.repository.asset_graph)
+        created(run.run_id)
+        self.instance.submit_run(run.run_id, self.workspace)
+        return run.run_id
+
+    def wait(self, run_ids: Iterable[str], on_end: Callable[[str, dg.DagsterRun | None], None], echo: Echo,
+             until_one: bool = False) -> None:
+        wait_for_runs(self.instance, run_ids, on_end, echo, until_one)
+
+    def stop(self, run_ids: Iterable[str], echo: Echo, grace_s: float = 20.0) -> None:
+        """SIGINT/SIGTERM of the batch: terminate each run through the launcher (a trial's step is interrupted, its
+        agent's box killed, the run ends CANCELED); a local run still there after `grace_s`, or waiting for a pool
+        slot (no step code runs to take the interrupt), is killed and recovered as a dead run."""
+        live = [r for r in run_ids if (run := self.instance.get_run_by_id(r)) is not None and not run.is_finished]
+        for run_id in live:
+            echo(f"interrupted: stopping Dagster run {run_id}")
+            try:
+                self.instance.run_launcher.terminate(run_id)
+            except Exception as exc:  # the code server may be gone: the kill below still ends a local run
+                echo(f"could not terminate run {run_id} ({type(exc).__name__}: {exc})")
+        deadline = time.monotonic() + grace_s
+        while live and time.monotonic() < deadline:
+            info = self.instance.event_log_storage.get_concurrency_info(POOL)
+            waiting = info.pending_run_ids - info.active_run_ids
+            live = [r for r in live if (run := self.instance.get_run_by_id(r)) is not None and not run.is_finished]
+            if self.local and all(r in waiting for r in live):
+                break
+            time.sleep(POLL_S)
+        if self.local:
+            for run_id in live:
+                if (pid := worker_pid(self.instance, run_id)) is not None:
+                    with suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+            if live:
+                time.sleep(0.5)  # the kernel reaps them; recovery then sees their owners gone
+                recover_dead_runs(self.instance, echo)
+
+
+def wait_for_runs(instance: dg.DagsterInstance, run_ids: Iterable[str],
+                  on_end: Callable[[str, dg.DagsterRun | None], None], echo: Echo, until_one: bool = False,
+                  say_every: float = 5.0) -> None:
+    """Poll the runs until each has ended (or one has, with `until_one`), telling `on_end` of each. While a run
+    waits for a pool slot, say so every `say_every` seconds, naming who holds the slots."""
+    pending = set(run_ids)
+    asked = len(pending)
+    last_said = 0.0
+    while pending:
+        seen = instance.get_runs(dg.RunsFilter(run_ids=sorted(pending)))
+        for run in seen:
+            if run.is_finished:
+                pending.discard(run.run_id)
+                on_end(run.run_id, run)
+        for gone in pending - {run.run_id for run in seen}:
+            pending.discard(gone)
+            on_end(gone, None)
+        if not pending or (until_one and len(pending) < asked):
+            return
+        if time.monotonic() - last_said >= say_every and (line := waiting_line(instance, pending)):
+            echo(line)
+            last_said = time.monotonic()
+        time.sleep(POLL_S)
+
+
+def worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
+    """The pid of the process that started executing the run (its RUN_START event), or None before that."""
+    return worker_start(instance, run_id)[0]
+
+
+def waiting_line(instance: dg.DagsterInstance, run_ids: set[str]) -> str | None:
+    """What a batch says while one of its runs waits for a `sandbox` pool slot, else None."""
+    if not instance.event_log_storage.supports_global_concurrency_limits:
+        return None
+    info = instance.event_log_storage.get_concurrency_info(POOL)
+    if not (run_ids & info.pending_run_ids) - info.active_run_ids:
+        return None
+    holders = []
+    for run_id in sorted(info.active_run_ids):
+        holder = instance.get_run_by_id(run_id)
+        status = holder.status.value if holder else "deleted"
+        holders.append(f"{run_id} ({status}, {describe_owner(holder.tags, instance, run_id) if holder else '-'})")
+    return (f"waiting for a free `{POOL}` pool slot: {len(info.claimed_slots)} of {info.slot_count} held "
+            f"by runs {', '.join(holders) or '-'}")
+
+
+def events_of(instance: dg.DagsterInstance, run_id: str, kind: DagsterEventType) -> list[Any]:
+    return [r.event_log_entry for r in instance.get_records_for_run(run_id, of_type=kind).records]
+
+
+def failure_message(instance: dg.DagsterInstance, run_id: str) -> str:
+    """Why a run failed: its first step failure's message, else the run failure's."""
+    for entry in events_of(instance, run_id, DagsterEventType.STEP_FAILURE):
+        error = entry.dagster_event.step_failure_data.error
+        if error is not None:
+            return error.message.strip()
+    for entry in events_of(instance, run_id, DagsterEventType.RUN_FAILURE):
+        return (entry.message or entry.user_message or "?").strip()
+    return "?"
+
+
+def materialization(instance: dg.DagsterInstance, run_id: str, asset: str) -> dg.AssetMaterialization | None:
+    for entry in events_of(instance, run_id, DagsterEventType.ASSET_MATERIALIZATION):
+        mat = entry.dagster_event.event_specific_data.materialization
+        if mat.asset_key == dg.AssetKey(asset):
+            return mat
+    return None
+
+
+def check_evaluations(instance: dg.DagsterInstance, run_id: str) -> list[Any]:
+    return [e.dagster_event.event_specific_data
+            for e in events_of(instance, run_id, DagsterEventType.ASSET_CHECK_EVALUATION)]
