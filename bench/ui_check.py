@@ -20,6 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from mcp_evals_pipeline.launched_runs import LOCATION_NAME
 from mcp_evals_pipeline.procs import free_port, kill_tree
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,11 +30,16 @@ BATCH = "2026-11-30"
 
 
 
-def pages(partitions: int) -> list[tuple[str, list[str], list[str]]]:
+def pages(partitions: int, trial_runs: list[str]) -> list[tuple[str, list[str], list[str]]]:
     """(path, what the rendered page must show, what it must not). The partition list is virtualized (only the
-    rows in view are in the DOM): its count says that it holds the catalog's keys and nothing else."""
+    rows in view are in the DOM): its count says that it holds the catalog's keys and nothing else. Run ids show
+    by their first 8 characters."""
     return [
         ("/runs", ["catalog_job", "trials_job", "reports_job"], ["__ASSET_JOB"]),
+        # The CLI's trial runs under their job, as the UI's own launches are (they were "No runs found")
+        (f"/locations/{LOCATION_NAME}/jobs/trials_job/runs", [r[:8] for r in trial_runs], ["No runs found"]),
+        # The Timeline draws runs by their code location (it was empty for the CLI's runs)
+        ("/overview/activity/timeline", [LOCATION_NAME, "catalog_job", "trials_job", "reports_job"], []),
         ("/jobs", ["catalog_job", "trials_job", "reports_job", "synthesis_job"], []),
         ("/assets/task_catalog", ["task_catalog", "trial_partitions"], ["Never materialized"]),
         ("/assets/trial?view=checks", ["trial_rows_are_current", "trial_outcome"], ["Not evaluated"]),
@@ -47,6 +53,13 @@ def pages(partitions: int) -> list[tuple[str, list[str], list[str]]]:
                                      "[0.000, "], []),
         ("/automation", ["baseline_schedule", "usage_schedule", "batch_reports_schedule", "synthesis_schedule"], []),
     ]
+
+
+def _trial_runs(home: str) -> list[str]:
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(home) as instance:
+        return [r.run_id for r in instance.get_runs(dg.RunsFilter(job_name="trials_job"))]
 
 
 def _partitions(home: str) -> int:
@@ -110,7 +123,8 @@ def main() -> int:
         print(f"batch: 1 replay trial, its catalog and reports runs, {time.perf_counter() - started:.1f} s")
     else:
         env["DAGSTER_HOME"] = str(args.home.resolve())
-    checks = pages(_partitions(env["DAGSTER_HOME"]))  # before the server starts: nothing to leave running
+    # before the server starts: nothing to leave running
+    checks = pages(_partitions(env["DAGSTER_HOME"]), _trial_runs(env["DAGSTER_HOME"])[:5])
     port = free_port()
     started = time.perf_counter()
     with open(work / "dg-dev.log", "wb") as log:

@@ -322,3 +322,42 @@ def test_the_instance_config_enables_run_monitoring(tmp_path: Path, monkeypatch:
         assert instance.global_op_concurrency_default_limit == 2
         assert {p.name: p.limit for p in instance.event_log_storage.get_pool_limits()} == {POOL: 2}
     assert yaml.safe_load(DAGSTER_YAML)["run_monitoring"]["free_slots_after_run_end_seconds"] > 0
+
+
+def test_a_locally_launched_run_is_owned_by_the_worker_that_started_it(tmp_path: Path) -> None:
+    """The launching process owns a run until its worker logs RUN_START; from then on the worker does: a dead
+    worker is recovered although the eval that launched it lives, and a live worker is left alone although its
+    eval is gone (a launched run outlives the process that submitted it)."""
+    from dagster._core.events import DagsterEvent, DagsterEventType
+
+    from mcp_evals_pipeline.dagster_instance import LAUNCHER_TAG, worker_start
+
+    dead_worker = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_worker.wait()
+    live_worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone_eval = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone_eval.wait()
+    (tmp_path / "dagster.yaml").write_text(DAGSTER_YAML)
+    try:
+        with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+            def launched(owner: dict[str, str], worker: int | None) -> str:
+                run = instance.add_run(dg.DagsterRun(job_name="trials_job", run_id=make_new_run_id(),
+                                                     status=dg.DagsterRunStatus.STARTED,
+                                                     tags={**owner, LAUNCHER_TAG: "local"}))
+                if worker is not None:
+                    instance.report_dagster_event(DagsterEvent(DagsterEventType.RUN_START.value, "trials_job",
+                                                               pid=worker), run.run_id)
+                return run.run_id
+
+            gone = owner_tags() | {OWNER_PID_TAG: str(gone_eval.pid)}
+            worker_died = launched(owner_tags(), dead_worker.pid)
+            eval_died = launched(gone, live_worker.pid)
+            never_started = launched(gone, None)  # its eval died before the worker started it
+            assert worker_start(instance, worker_died)[0] == dead_worker.pid
+            lines: list[str] = []
+            assert sorted(recover_dead_runs(instance, lines.append)) == sorted([worker_died, never_started])
+            assert instance.get_run_by_id(eval_died).status == dg.DagsterRunStatus.STARTED
+            assert any(f"pid {dead_worker.pid} " in line for line in lines), lines
+    finally:
+        live_worker.kill()
+        live_worker.wait()

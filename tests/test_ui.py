@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mcp_evals_pipeline.defs.partitions import catalog_trial_keys
+from mcp_evals_pipeline.launched_runs import DEFINITIONS_MODULE, LOCATION_NAME
 from mcp_evals_pipeline.procs import free_port, kill_tree
 from mcp_evals_pipeline.tasks.catalog import discover_tasks
 
@@ -67,6 +68,16 @@ def test_dg_checks_and_lists_the_definitions() -> None:
     assert {"task_catalog", "trial", "pass_rate", "batch_scorecard"} <= {a["asset_key"] for a in found["assets"]}
 
 
+def test_cli_runs_use_the_code_location_name_dg_serves() -> None:
+    """The CLI's runs name the code location `dg dev` loads; another name would put them under a location the UI
+    does not show."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["dg"]["project"]
+    assert project["code_location_name"] == LOCATION_NAME
+    assert project["code_location_target_module"] == DEFINITIONS_MODULE
+
+
 @pytest.mark.long
 def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp_path: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "MCP_EVALS_RESULTS_DIR": str(tmp_path / "results")}
@@ -85,6 +96,20 @@ def test_the_ui_shows_a_cli_batch_by_its_jobs_checks_partitions_and_pictures(tmp
         jobs = {(r["jobName"], r["status"]) for r in runs["runsOrError"]["results"]}
         assert jobs == {("catalog_job", "SUCCESS"), ("trials_job", "SUCCESS"), ("trial_checks_job", "SUCCESS"),
                         ("reports_job", "SUCCESS")}, jobs
+        # Each CLI run came from the code location the UI loads, as its own launches do: Jobs > trials_job > Runs
+        # lists runs by the repository tag, and the Timeline draws runs by their repository origin (both were
+        # missing when the CLI executed runs in its own processes: "No runs found", an empty Timeline).
+        origins = _graphql(port, "{ runsOrError { ... on Runs { results { jobName repositoryOrigin { "
+                                 "repositoryLocationName repositoryName } } } } }")
+        assert {(r["jobName"], json.dumps(r["repositoryOrigin"], sort_keys=True))
+                for r in origins["runsOrError"]["results"]} == {
+            (job, json.dumps({"repositoryLocationName": LOCATION_NAME, "repositoryName": "__repository__"},
+                             sort_keys=True)) for job, _ in jobs}
+        job_runs = _graphql(port, '{ runsOrError(filter: {pipelineName: "trials_job", tags: [{key: '
+                                  f'".dagster/repository", value: "__repository__@{LOCATION_NAME}"}}]}}) '
+                                  "{ ... on Runs { results { status tags { key value } } } } }")
+        (trial_run,) = job_runs["runsOrError"]["results"]
+        assert {"key": "dagster/partition", "value": f"{BATCH}|{CASE}--bare--t1"} in trial_run["tags"]
 
         catalog = _graphql(port, '{ assetNodeOrError(assetKey: {path: ["task_catalog"]}) { ... on AssetNode { '
                                  "assetMaterializations(limit: 1) { runId } } } }")
