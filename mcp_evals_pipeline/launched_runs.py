@@ -1,7 +1,8 @@
 """Runs the CLI submits to the instance for the project's code location, exactly as the UI's launches are.
 
-A batch opens the project's code location (`dagster api grpc` for mcp_evals_pipeline.definitions, under the
-location name `dg dev` shows) and creates each run from it, with its code origin and repository tag: the runs then
+A batch opens the project's code location (its own code server, `code_server.py`: Dagster's `dagster api grpc`
+for mcp_evals_pipeline.definitions with run workers that start warm, under the location name `dg dev` shows) and
+creates each run from it, with its code origin and repository tag: the runs then
 list under their jobs, in the Timeline and in each asset's history like any launch from the UI. `instance.submit_run`
 hands each one to the instance's run coordinator and launcher: with the project's instance config, the default
 coordinator and launcher (a local subprocess of the code server per run, no daemon); with deploy/dagster.yaml, the
@@ -19,9 +20,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import ExitStack, suppress
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -33,6 +39,7 @@ from mcp_evals_pipeline.dagster_instance import LAUNCHER_TAG, POOL, describe_own
 LOCATION_NAME = "mcp_evals_pipeline"  # pyproject's [tool.dg.project] code_location_name (a test holds them equal)
 DEFINITIONS_MODULE = "mcp_evals_pipeline.definitions"
 POLL_S = 0.3
+HEARTBEAT_TIMEOUT_S = 60
 
 Echo = Callable[[str], None]
 
@@ -73,18 +80,21 @@ class InstanceRuns:
 
     def __enter__(self) -> InstanceRuns:
         from dagster._core.workspace.context import WorkspaceProcessContext
-        from dagster._core.workspace.load_target import ModuleTarget
+        from dagster._core.workspace.load_target import GrpcServerTarget
 
         if problem := coordinator_problem(self.instance):
             raise NoDaemon(problem)
-        target = ModuleTarget(module_name=DEFINITIONS_MODULE, attribute=None, working_directory=None,
-                              location_name=LOCATION_NAME)
-        process = self._stack.enter_context(
-            WorkspaceProcessContext(self.instance, target, code_server_log_level="WARNING"))
-        self.workspace = process.create_request_context()
-        if error := self.workspace.get_code_location_error(LOCATION_NAME):
+        try:
+            socket = self._stack.enter_context(_code_server())
+            process = self._stack.enter_context(WorkspaceProcessContext(
+                self.instance, GrpcServerTarget(host="localhost", port=None, socket=socket,
+                                                location_name=LOCATION_NAME)))
+            self.workspace = process.create_request_context()
+            if error := self.workspace.get_code_location_error(LOCATION_NAME):
+                raise ValueError(f"the code location {LOCATION_NAME} did not load: {error.message.strip()}")
+        except BaseException:
             self._stack.close()
-            raise ValueError(f"the code location {LOCATION_NAME} did not load: {error.message.strip()}")
+            raise
         self.location = self.workspace.get_code_location(LOCATION_NAME)
         (self.repository,) = self.location.get_repositories().values()
         return self
@@ -180,6 +190,52 @@ def wait_for_runs(instance: dg.DagsterInstance, run_ids: Iterable[str],
             echo(line)
             last_said = time.monotonic()
         time.sleep(POLL_S)
+
+
+@contextmanager
+def _code_server(start_timeout_s: float = 180.0) -> Iterator[str]:
+    """The project's code server (code_server.py: warm run workers) on a unix socket in a directory only this user
+    can enter, kept alive by heartbeats (it shuts itself down a minute after they stop: a killed batch leaves no
+    server behind); the socket's path."""
+    from dagster._grpc.client import DagsterGrpcClient
+
+    with tempfile.TemporaryDirectory(prefix="mcp-evals-code-server-") as private:  # mode 0700
+        socket = str(Path(private) / "grpc.sock")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mcp_evals_pipeline.code_server", "--socket", socket, "-m", DEFINITIONS_MODULE,
+             "--location-name", LOCATION_NAME, "--heartbeat", "--heartbeat-timeout", str(HEARTBEAT_TIMEOUT_S),
+             "--log-level", "warning"], stdin=subprocess.DEVNULL)
+        client = DagsterGrpcClient(socket=socket)
+        stop = threading.Event()
+        try:
+            deadline = time.monotonic() + start_timeout_s
+            while True:
+                if server.poll() is not None:
+                    raise ValueError(f"the code server for {LOCATION_NAME} exited ({server.returncode}) before it "
+                                     "answered: its output is above")
+                with suppress(Exception):
+                    client.ping("")
+                    break
+                if time.monotonic() > deadline:
+                    raise ValueError(f"the code server for {LOCATION_NAME} did not answer in {start_timeout_s:.0f} s")
+                time.sleep(0.2)
+
+            def beat() -> None:
+                while not stop.wait(HEARTBEAT_TIMEOUT_S / 6):
+                    with suppress(Exception):
+                        client.heartbeat("mcp-evals")
+
+            threading.Thread(target=beat, name="mcp-evals-code-server-heartbeat", daemon=True).start()
+            yield socket
+        finally:
+            stop.set()
+            with suppress(Exception):
+                client.shutdown_server()
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=10)
 
 
 def worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:

@@ -246,3 +246,23 @@ def test_a_deep_tmpdir_still_gets_a_box_with_sockets(workspace: Path, tmp_path: 
     with HardenedSandbox(workspace, net="proxy") as sb:
         done = sb.run("echo boxed", timeout_s=30)
         assert done.exit_code == 0 and "boxed" in done.output
+
+
+@needs_host
+def test_a_batch_s_code_server_is_out_of_an_agent_s_reach(workspace: Path) -> None:
+    """A batch's code location is a gRPC code server (launched_runs.py) that launches runs for anyone who reaches
+    it. It listens on a unix socket under the host's /tmp: an agent in the default box sees its own /tmp and no
+    network, so it can neither find nor connect to it (while the harness can)."""
+    from mcp_evals_pipeline.launched_runs import InstanceRuns
+
+    from .support.instances import batch_instance
+
+    with batch_instance() as instance, InstanceRuns(instance) as runs:
+        path = runs.location.client.socket
+        assert path and Path(path).exists() and runs.location.client.ping("harness")["echo"] == "harness"
+        probe = ("import socket,sys; s=socket.socket(socket.AF_UNIX); "
+                 f"r=s.connect_ex({path!r}); print('connect', r); sys.exit(0 if r else 1)")
+        with open_sandbox(workspace, backend="hardened") as sb:
+            seen = sb.run(f"ls -a {Path(path).parent}; python3 -c \"{probe}\"", 20)
+        assert Path(path).name not in seen.output.split("connect")[0], seen.output
+        assert seen.exit_code == 0 and "connect 0" not in seen.output, seen.output
