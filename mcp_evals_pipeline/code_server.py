@@ -15,20 +15,17 @@ from __future__ import annotations
 import multiprocessing
 import sys
 
-# What every run worker imports anyway: the definitions (Dagster with them) and what a trial's grading uses.
-PRELOAD = [
-    "mcp_evals_pipeline.definitions",
-    "dagster._grpc.impl",
-    "mcp_evals_pipeline.trials",
-    "mcp_evals_pipeline.grader.functional",
-    "mcp_evals_pipeline.usage.marker",
-    "mcp_evals_pipeline.usage.proxy",
-]
+# What every run worker does first (warm_worker.py), done once before the forks.
+PRELOAD = ["mcp_evals_pipeline.warm_worker", "dagster._grpc.impl"]
 
 
 def warm_context() -> multiprocessing.context.BaseContext:
+    """The forkserver context, its server started now: it imports while this process loads the definitions."""
+    from multiprocessing import forkserver
+
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
+    forkserver.ensure_running()
     return context
 
 

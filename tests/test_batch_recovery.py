@@ -139,6 +139,17 @@ def trial_steps_started(home: Path) -> int:
                    for run in instance.get_runs(dg.RunsFilter(job_name="trials_job")))
 
 
+def trial_workers(home: Path) -> list[psutil.Process]:
+    """The live processes executing the trial runs (their RUN_START events' pids)."""
+    from mcp_evals_pipeline.dagster_instance import worker_start
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = instance.get_runs(dg.RunsFilter(job_name="trials_job"))
+        pids = [worker_start(instance, run.run_id)[0] for run in runs]
+    assert pids and None not in pids
+    return [psutil.Process(pid) for pid in pids if pid is not None]
+
+
 def pool_holders(home: Path) -> set[str]:
     with dg.DagsterInstance.from_config(str(home)) as instance:
         return instance.event_log_storage.get_concurrency_info(POOL).active_run_ids
@@ -228,6 +239,9 @@ def test_sigterm_mid_trial_stops_the_batch(tmp_path: Path, env: dict[str, str], 
         # each trial's agent command runs (one trial's command can show as several processes naming the marker)
         wait_for(lambda: len(naming(marker)) >= parallel and trial_steps_started(tmp_path / "dh") == parallel, 300,
                  f"{parallel} trial(s) to be running")
+        # each run's worker was forked warm from the code server's forkserver (code_server.py), not spawned cold
+        workers = trial_workers(tmp_path / "dh")
+        assert all("multiprocessing.forkserver" in " ".join(worker.cmdline()) for worker in workers)
         stopped.proc.send_signal(signal.SIGTERM)
         assert stopped.proc.wait(timeout=120) == 130, stopped.stderr
         assert not gone_within(lambda: naming(marker), 30)
