@@ -213,7 +213,9 @@ class _Launches:
 
     def __init__(self, runs: InstanceRuns, store: EvalStore, tags: dict[str, str], echo: Callable[[str], None]):
         self.runs, self.echo, self.live = runs, echo, set[str]()
-        self.tags = {**tags, **owner_tags()}  # the launching process owns each run until its worker starts it
+        # Local runs: the launching process owns each one until its worker starts it (dagster_instance.owner_state);
+        # runs in containers or elsewhere are Dagster's run monitoring's to recover.
+        self.tags = {**tags, **(owner_tags() if runs.local else {})}
         self.resources = {"resources": {"eval_store": {"config": {"database": store.database,
                                                                   "runs_root": store.runs_root}}}}
 
