@@ -35,13 +35,14 @@ run: $(STAMP)
 # The docker tests need an engine: scripts/docker_engine.sh starts the project's own (as root, from Debian's
 # packages) unless one answers on its socket, builds the sandbox image unless its content tag exists, runs pytest
 # with DOCKER_HOST and MCP_EVALS_DOCKER_IMAGE set, and stops the engine it started. Elsewhere pytest runs as it is
-# and the docker tests skip, saying why.
+# and the docker tests skip, saying why. scripts/postgres_server.sh does the same for a PostgreSQL server of the project's
+# own (Dagster's storage when run workers on many hosts share an instance), with DAGSTER_PG_* set.
 # Three pytest-xdist workers on 2 cores: the suite mostly waits (servers starting, agents' sessions, boxes); with two
 # the cores were busy about half the time. The tests of the one test engine take turns (a lock: tests/conftest.py).
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pylint --score=n mcp_evals_pipeline
-	scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 3 --maxschedchunk 1 --durations=30
+	scripts/postgres_server.sh run scripts/docker_engine.sh run $(VENV)/bin/pytest -q -n 3 --maxschedchunk 1 --durations=30
 
 # A developer machine's engine and images, left running (DOCKER_HOST is printed): `make docker-down` stops it.
 docker-up:

@@ -33,6 +33,7 @@ from typing import Any
 import dagster as dg
 from dagster._core.definitions.selector import JobSubsetSelector
 from dagster._core.events import DagsterEventType
+from dagster._core.storage.tags import AUTO_RETRY_RUN_ID_TAG, WILL_RETRY_TAG
 
 from mcp_evals_pipeline.dagster_instance import LAUNCHER_TAG, POOL, describe_owner, recover_dead_runs, worker_start
 
@@ -40,6 +41,7 @@ LOCATION_NAME = "mcp_evals_pipeline"  # pyproject's [tool.dg.project] code_locat
 DEFINITIONS_MODULE = "mcp_evals_pipeline.definitions"
 POLL_S = 0.3
 HEARTBEAT_TIMEOUT_S = 60
+RETRY_TAG_WAIT_S = 10.0  # how long a failed run may lack the tag that says whether Dagster retries it
 
 Echo = Callable[[str], None]
 
@@ -135,8 +137,8 @@ class InstanceRuns:
         return run.run_id
 
     def wait(self, run_ids: Iterable[str], on_end: Callable[[str, dg.DagsterRun | None], None], echo: Echo,
-             until_one: bool = False) -> None:
-        wait_for_runs(self.instance, run_ids, on_end, echo, until_one)
+             until_one: bool = False, on_retry: Callable[[str], None] | None = None) -> None:
+        wait_for_runs(self.instance, run_ids, on_end, echo, until_one, on_retry=on_retry)
 
     def stop(self, run_ids: Iterable[str], echo: Echo, grace_s: float = 20.0) -> None:
         """SIGINT/SIGTERM of the batch: terminate each run through the launcher (a trial's step is interrupted, its
@@ -169,27 +171,56 @@ class InstanceRuns:
 
 def wait_for_runs(instance: dg.DagsterInstance, run_ids: Iterable[str],
                   on_end: Callable[[str, dg.DagsterRun | None], None], echo: Echo, until_one: bool = False,
-                  say_every: float = 5.0) -> None:
-    """Poll the runs until each has ended (or one has, with `until_one`), telling `on_end` of each. While a run
+                  say_every: float = 5.0, on_retry: Callable[[str], None] | None = None) -> None:
+    """Poll the runs until each has ended (or one has, with `until_one`), telling `on_end` of each by the id it was
+    asked with. A run Dagster retries (run_retries: its worker died, a container was killed) has not ended: its
+    retry is followed to the end (`on_retry` hears each retry's id), and `on_end` gets the last run. While a run
     waits for a pool slot, say so every `say_every` seconds, naming who holds the slots."""
-    pending = set(run_ids)
-    asked = len(pending)
+    asked_for = {run_id: run_id for run_id in run_ids}  # the run followed now -> the id it was asked with
+    asked = len(asked_for)
     last_said = 0.0
-    while pending:
-        seen = instance.get_runs(dg.RunsFilter(run_ids=sorted(pending)))
+    failed_at: dict[str, float] = {}
+    while asked_for:
+        polled = sorted(asked_for)
+        seen = instance.get_runs(dg.RunsFilter(run_ids=polled))
+        for gone in set(polled) - {run.run_id for run in seen}:
+            on_end(asked_for.pop(gone), None)
         for run in seen:
-            if run.is_finished:
-                pending.discard(run.run_id)
-                on_end(run.run_id, run)
-        for gone in pending - {run.run_id for run in seen}:
-            pending.discard(gone)
-            on_end(gone, None)
-        if not pending or (until_one and len(pending) < asked):
+            if not run.is_finished:
+                continue
+            retry = _retry_of(instance, run, failed_at)
+            if retry == "pending":
+                continue
+            original = asked_for.pop(run.run_id)
+            if retry is not None:
+                echo(f"Dagster run {run.run_id} failed ({failure_message(instance, run.run_id)[:200]}): "
+                     f"Dagster retries it as run {retry}")
+                asked_for[retry] = original
+                if on_retry is not None:
+                    on_retry(retry)
+                continue
+            on_end(original, run)
+        if not asked_for or (until_one and len(asked_for) < asked):
             return
-        if time.monotonic() - last_said >= say_every and (line := waiting_line(instance, pending)):
+        if time.monotonic() - last_said >= say_every and (line := waiting_line(instance, set(asked_for))):
             echo(line)
             last_said = time.monotonic()
         time.sleep(POLL_S)
+
+
+def _retry_of(instance: dg.DagsterInstance, run: dg.DagsterRun, failed_at: dict[str, float]) -> str | None:
+    """The id of the run Dagster retries a finished run as; None when it is not retried; "pending" while the
+    retry is due but not created yet (the daemon creates it), or while the instance has yet to say whether it
+    retries (it tags a failed run just after its failure)."""
+    if run.status != dg.DagsterRunStatus.FAILURE or not instance.run_retries_enabled:
+        return None
+    will_retry = run.tags.get(WILL_RETRY_TAG)
+    if will_retry is None:
+        first = failed_at.setdefault(run.run_id, time.monotonic())
+        return "pending" if time.monotonic() - first < RETRY_TAG_WAIT_S else None
+    if will_retry != "true":
+        return None
+    return run.tags.get(AUTO_RETRY_RUN_ID_TAG) or "pending"
 
 
 @contextmanager

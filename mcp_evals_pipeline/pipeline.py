@@ -42,6 +42,7 @@ from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import SandboxError, require_isolation
 from mcp_evals_pipeline.sandbox.choice import box_unavailable, choose_backend
 from mcp_evals_pipeline.sandbox.preflight import preflight
+from mcp_evals_pipeline.store import row_writer
 from mcp_evals_pipeline.tasks.catalog import Task, Tier, discover_tasks, get_task, in_tier
 from mcp_evals_pipeline.tasks.suites import load_suites
 from mcp_evals_pipeline.trial_options import TrialOptions
@@ -180,6 +181,7 @@ def check_request(request: BatchRequest) -> CheckedBatch:
     no_box = preflight()
     if no_box:
         raise ValueError(no_box)
+    row_writer()  # MCP_EVALS_ROW_WRITER: a ValueError naming it for a value that is not a row writer
     if request.batch_id is not None:
         check_id(request.batch_id, "batch id")  # it names the run directory: refused before anything is written
     for task_id in request.task_ids:
@@ -217,7 +219,8 @@ class _Launches:
         # runs in containers or elsewhere are Dagster's run monitoring's to recover.
         self.tags = {**tags, **(owner_tags() if runs.local else {})}
         self.resources = {"resources": {"eval_store": {"config": {"database": store.database,
-                                                                  "runs_root": store.runs_root}}}}
+                                                                  "runs_root": store.runs_root,
+                                                                  "row_writer": store.row_writer}}}}
 
     def submit(self, job_name: str, config: dict[str, Any], partition_tags: dict[str, str] | None = None) -> str:
         return self.runs.submit(job_name, {**config, **QUIET}, self.tags, partition_tags, created=self.live.add)
@@ -227,9 +230,11 @@ class _Launches:
         """Submit one run and wait for it: its id and its end (None: deleted while it ran)."""
         run_id = self.submit(job_name, config, partition_tags)
         ended: list[dg.DagsterRun | None] = []
-        self.runs.wait([run_id], lambda _id, run: ended.append(run), self.echo)
+        self.runs.wait([run_id], lambda _id, run: ended.append(run), self.echo, on_retry=self.live.add)
         self.live.discard(run_id)
-        return run_id, ended[0]
+        last = ended[0].run_id if ended[0] is not None else run_id  # Dagster's retry of the run, when it made one
+        self.live.discard(last)
+        return last, ended[0]
 
 
 @contextlib.contextmanager
@@ -264,9 +269,11 @@ def _run_trials(launches: _Launches, batch_date: str, config: dict[str, Any], pa
             nonlocal index
             index += 1
             launches.live.discard(run_id)
-            say(index, live.pop(run_id), trial_outcome(launches.runs.instance, run_id, run))
+            last = run.run_id if run is not None else run_id  # Dagster's retry of the run, when it made one
+            launches.live.discard(last)
+            say(index, live.pop(run_id), trial_outcome(launches.runs.instance, last, run))
 
-        launches.runs.wait(list(live), ended, launches.echo, until_one=True)
+        launches.runs.wait(list(live), ended, launches.echo, until_one=True, on_retry=launches.live.add)
 
 
 def trial_outcome(instance: dg.DagsterInstance, run_id: str, run: dg.DagsterRun | None) -> TrialRunOutcome:
@@ -358,9 +365,11 @@ def _run_launched(request: BatchRequest, launches: _Launches, checked: CheckedBa
     with heartbeat(echo, status) as beat:
         _run_trials(launches, batch_date, config, max(1, request.parallel), keys_to_run, offset, say)
 
-    checks_id, checks_run = launches.one("trial_checks_job", launches.resources)
+    # The reports run first: it is the one writer of rows the trials left to it (store.ROW_WRITER_ENV), which the
+    # checks then find.
     reports_id, reports_run = launches.one(
         "reports_job", launches.resources, dict(batch_date_partitions.get_tags_for_partition_key(batch_date)))
+    checks_id, checks_run = launches.one("trial_checks_job", launches.resources)
     if not _succeeded(checks_run):
         failed += 1
     for check in [*check_evaluations(instance, checks_id), *check_evaluations(instance, reports_id)]:

@@ -7,6 +7,7 @@ has only its run.json. Both rebuild the same rows.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterable
@@ -24,7 +25,7 @@ from mcp_evals_pipeline.record_checks import MAX_RECORD_BYTES, read_capped
 from mcp_evals_pipeline.store import TrialStore
 from mcp_evals_pipeline.tasks.catalog import TaskLoadError, get_task
 from mcp_evals_pipeline.tasks.suites import SuiteError, load_suites
-from mcp_evals_pipeline.trial_dir import current_trials, read_trial_records
+from mcp_evals_pipeline.trial_dir import UNINDEXED_MARKER, TrialDir, current_trials, read_trial_records
 from mcp_evals_pipeline.versions import GRADER_VERSION
 
 RUN_FILE = "run.json"
@@ -93,6 +94,40 @@ def write_run_file(run_dir: Path, store: TrialStore | None = None) -> RunFile:
     if store is not None:
         store.record_run(run, run_dir)
     return run
+
+
+def index_pending_trials(runs_root: Path, store: TrialStore) -> tuple[int, list[str]]:
+    """The one writer's sweep: every trial whose trial.json carries a .unindexed marker (its run left the row to
+    the indexer, or could not write it) gets the rows of all its attempts, re-read from the files, in one
+    connection. A marker is claimed by renaming it first, so a new attempt that starts meanwhile (and writes its
+    own marker when it ends) is never taken for one already indexed; a claim a killed sweep left is claimed again.
+    Returns (trials indexed, "<trial dir>: <why>" for those that could not be: their marker stays for the next
+    sweep)."""
+    mine = f"{UNINDEXED_MARKER}.indexing-{os.getpid()}"
+    claimed = []
+    for marker in sorted(runs_root.glob(f"*/trials/*/{UNINDEXED_MARKER}*")):
+        try:
+            os.rename(marker, marker.with_name(mine))
+        except OSError:
+            continue  # another sweep claimed it, or a new attempt removed it
+        claimed.append(TrialDir(marker.parent))
+    indexed, broken = 0, []
+    with store.held() if claimed else contextlib.nullcontext():
+        for trial_dir in claimed:
+            claim = trial_dir.path / mine
+            try:
+                if trial_dir.trial_file.exists():  # absent: a new attempt runs; its marker comes with its record
+                    current = TrialRecord.model_validate_json(read_capped(trial_dir.trial_file, MAX_RECORD_BYTES))
+                    store.record_trials([*trial_dir.earlier_records(), current])
+                    indexed += 1
+                claim.unlink()
+            except Exception as exc:  # a corrupt record, a refused write: reported, kept for the next sweep
+                broken.append(f"{trial_dir.path}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+                if trial_dir.unindexed_marker.exists():
+                    claim.unlink()
+                else:
+                    os.rename(claim, trial_dir.unindexed_marker)
+    return indexed, broken
 
 
 def index_missing_runs(runs_root: Path, store: TrialStore) -> tuple[list[str], list[str]]:

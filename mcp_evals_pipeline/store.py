@@ -8,6 +8,7 @@ DuckDB admits one writing process at a time. Every access holds the lock only fo
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,6 +23,22 @@ from mcp_evals_pipeline.tasks.suites import Suite, SuiteError, load_suites, suit
 
 LOCK_TIMEOUT_S = 120
 LOCK_POLL_S = 0.05
+
+# Who writes a trial's row. `trial`: the trial's own run, as it ends (one host, or one DuckDB file every writer
+# reaches through one kernel's locks). `indexer`: the trial's run writes its files only, with a .unindexed marker,
+# and one writer indexes them (runs.index_pending_trials, at the start of every reports run): run workers on many
+# hosts never share a DuckDB file, which one process on one host may write at a time.
+ROW_WRITER_ENV = "MCP_EVALS_ROW_WRITER"
+ROW_WRITERS = ("trial", "indexer")
+
+
+def row_writer(value: str = "") -> str:
+    """The row writer asked for (`value`, else MCP_EVALS_ROW_WRITER, else `trial`); ValueError naming the
+    variable for any other value."""
+    chosen = value or os.environ.get(ROW_WRITER_ENV, "") or "trial"
+    if chosen not in ROW_WRITERS:
+        raise ValueError(f"{ROW_WRITER_ENV}={chosen!r}: expected one of {', '.join(ROW_WRITERS)}")
+    return chosen
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trial_attempts (
@@ -153,8 +170,11 @@ def _suites() -> dict[str, Suite]:
 
 
 class TrialStore:
-    def __init__(self, path: Path | None = None):
+    def __init__(self, path: Path | None = None, *, writer: str = ""):
         self.path = Path(path) if path else database_path()
+        # True: a trial's run leaves its row to the one indexer (ROW_WRITER_ENV); reads and the indexer's own
+        # writes are unchanged.
+        self.deferred = row_writer(writer) == "indexer"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_S)
         self._held: duckdb.DuckDBPyConnection | None = None

@@ -41,6 +41,7 @@ from mcp_evals_pipeline.versions import GRADER_VERSION
 
 # Trial partition keys exist for t1..tMAX of every task x condition (more trials per cell need a larger MAX).
 MAX_TRIALS = int(os.environ.get("MCP_EVALS_MAX_TRIALS", "5"))
+DEFERRED_MARKER = "deferred: the one indexer writes this row (MCP_EVALS_ROW_WRITER=indexer)\n"
 # Writes of a trial's row: each waits up to store.LOCK_TIMEOUT_S for the lock, then backs off and tries again.
 STORE_WRITE_ATTEMPTS = 3
 
@@ -147,10 +148,11 @@ def reindex_recorded(spec: TrialSpec, *, store: TrialStore | None = None,
     when there is nothing to re-index. No sandbox, agent or grader runs. Raises RecordNotIndexed again if the
     store still refuses the write."""
     trial_dir = trial_dir_for(spec, results_root)
-    if not trial_dir.unindexed_marker.exists() or not trial_dir.trial_file.exists():
-        return None
+    store = store or TrialStore()
+    if store.deferred or not trial_dir.unindexed_marker.exists() or not trial_dir.trial_file.exists():
+        return None  # deferred: every attempt has the marker; the one indexer writes its row, never a trial's run
     record = TrialRecord.model_validate_json(trial_dir.trial_file.read_text())
-    _index(store or TrialStore(), record, trial_dir)
+    _index(store, record, trial_dir)
     return record
 
 
@@ -336,7 +338,11 @@ def _record_died_attempt(spec: TrialSpec, task: Task, run_id: str, trial_dir: Tr
 
 def _index(store: TrialStore, record: TrialRecord, trial_dir: TrialDir) -> None:
     """Write the attempt's row, with every earlier attempt of the slot re-read from its files (idempotent), so a
-    row an earlier attempt could not write (database locked past the timeout) lands now."""
+    row an earlier attempt could not write (database locked past the timeout) lands now. With the one indexer as
+    row writer (store.deferred), only the marker is written: runs.index_pending_trials does the rest."""
+    if store.deferred:
+        trial_dir.unindexed_marker.write_text(DEFERRED_MARKER)
+        return
     earlier = trial_dir.earlier_records()
     for attempt in range(1, STORE_WRITE_ATTEMPTS + 1):
         try:

@@ -14,9 +14,10 @@ class EvalStore(dg.ConfigurableResource):
 
     database: str = ""  # empty: eval_results/evals.duckdb (MCP_EVALS_DB)
     runs_root: str = ""  # empty: eval_results/runs (MCP_EVALS_RESULTS_DIR)
+    row_writer: str = ""  # empty: MCP_EVALS_ROW_WRITER, else `trial` (store.ROW_WRITERS)
 
     def store(self) -> TrialStore:
-        return TrialStore(Path(self.database) if self.database else database_path())
+        return TrialStore(Path(self.database) if self.database else database_path(), writer=self.row_writer)
 
     def runs(self) -> Path:
         return Path(self.runs_root) if self.runs_root else runs_dir()

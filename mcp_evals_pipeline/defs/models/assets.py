@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from mcp_evals_pipeline.defs.resources import EvalStore
-from mcp_evals_pipeline.runs import index_missing_runs
+from mcp_evals_pipeline.runs import index_missing_runs, index_pending_trials
 from mcp_evals_pipeline.sql_models import materialize_models, sql_model_specs
 
 MODELS = sql_model_specs()
@@ -52,6 +52,13 @@ def _headline(con, name: str) -> dict[str, object]:  # type: ignore[no-untyped-d
 def sql_models(context: dg.AssetExecutionContext, eval_store: EvalStore) -> Iterator[dg.MaterializeResult]:
     selected = [key.path[-1] for key in context.selected_asset_keys]
     store = eval_store.store()
+    # The one writer of the rows whose trials left them to it (store.ROW_WRITER_ENV=indexer: run workers on many
+    # hosts), and of any a trial's run could not write: before anything reads the trials table.
+    trials, unindexed = index_pending_trials(eval_store.runs(), store)
+    if trials:
+        context.log.info(f"indexed the rows of {trials} trial(s) from their trial.json")
+    for problem in unindexed:
+        context.log.warning(f"trial not indexed: {problem}")
     # Runs whose trials came from the UI or a backfill get their run.json and `runs` row here, not only when a
     # scorecard is written: every table is current once the models are.
     indexed, broken = index_missing_runs(eval_store.runs(), store)
