@@ -597,6 +597,19 @@ def test_usage_trials_get_figures_of_their_own_and_leave_every_build_table_as_it
         ("B1", "(none)", "*", 2, 1, 2, 2, 5, 1, 0.2, 0.4), ("B1", "(none)", BARE, 2, 1, 2, 2, 5, 1, 0.2, 0.4)])
 
 
+@pytest.mark.parametrize("order", [["usage.unsafe", "usage.miss"], ["usage.miss", "usage.unsafe"]])
+def test_a_tie_between_failing_checks_is_broken_by_name_not_by_the_order_rows_were_written(
+        tmp_path: Path, order: list[str]) -> None:
+    """Trials indexed by one writer land in another order than trials writing their own rows: the case's top
+    failing check must not change with it."""
+    store = TrialStore(tmp_path / "evals.duckdb")
+    store.record_trials([_usage_trial("R1", "u-tie", n, outcome) for n, outcome in enumerate(order, 1)])
+    with store.connect() as con:
+        materialize_models(con)
+    assert _rows(tmp_path / "evals.duckdb", "SELECT task, missed, unsafe, top_failing_check FROM usage_cases") == [
+        ("u-tie", 1, 1, "must-land:0")]
+
+
 def test_each_usage_condition_against_bare_with_both_counts(tmp_path: Path) -> None:
     """usage_condition_deltas, worked out by hand. Run R5 (codex): u-a bare P P M, docs P P P; u-b bare P U,
     docs U U I(infra); u-c bare only (no pair); u-d docs I only (no valid trial: not paired). Instructions: u-a P M.
