@@ -30,6 +30,9 @@ LOCK_POLL_S = 0.05
 # hosts never share a DuckDB file, which one process on one host may write at a time.
 ROW_WRITER_ENV = "MCP_EVALS_ROW_WRITER"
 ROW_WRITERS = ("trial", "indexer")
+# On the runs that write the DuckDB file as a whole (the reports run: the indexer and the models; the synthesis):
+# deploy/dagster.yaml lets one such run at a time start (concurrency.runs.tag_concurrency_limits), on any host.
+WRITER_TAG = "mcp-evals/duckdb-writer"
 
 
 def row_writer(value: str = "") -> str:

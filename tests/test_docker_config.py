@@ -109,6 +109,19 @@ def test_the_pool_the_yaml_limits_is_the_trials_pool() -> None:
     assert 'pool="sandbox"' in source
 
 
+def test_the_yaml_lets_one_duckdb_writing_run_start_at_a_time() -> None:
+    from mcp_evals_pipeline.definitions import defs
+    from mcp_evals_pipeline.store import WRITER_TAG
+
+    raw = yaml.safe_load(DAGSTER_YAML.read_text())
+    assert {"key": WRITER_TAG, "limit": 1} in raw["concurrency"]["runs"]["tag_concurrency_limits"]
+    writers = {name for name in ("reports_job", "synthesis_job", "trials_job", "trial_checks_job", "catalog_job")
+               if defs.resolve_job_def(name).tags.get(WRITER_TAG)}
+    assert writers == {"reports_job", "synthesis_job"}
+    # The run workers leave their rows to it.
+    assert "MCP_EVALS_ROW_WRITER=indexer" in raw["run_launcher"]["config"]["env_vars"]
+
+
 # --- docker/Dockerfile and the script -----------------------------------------------------------------------
 
 
