@@ -175,12 +175,16 @@ def _suites() -> dict[str, Suite]:
 class TrialStore:
     def __init__(self, path: Path | None = None, *, writer: str = ""):
         self.path = Path(path) if path else database_path()
-        # True: a trial's run leaves its row to the one indexer (ROW_WRITER_ENV); reads and the indexer's own
-        # writes are unchanged.
-        self.deferred = row_writer(writer) == "indexer"
+        self._writer = writer
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(self.path) + ".lock", timeout=LOCK_TIMEOUT_S)
         self._held: duckdb.DuckDBPyConnection | None = None
+
+    @property
+    def deferred(self) -> bool:
+        """True: a trial's run leaves its row to the one indexer (ROW_WRITER_ENV); reads and the indexer's own
+        writes are unchanged. Read when a trial writes (a reader never meets a bad value)."""
+        return row_writer(self._writer) == "indexer"
 
     @contextmanager
     def held(self) -> Iterator[None]:
