@@ -132,7 +132,8 @@ def test_the_duplicate_code_check_fails_on_a_copied_block(tmp_path: Path) -> Non
 
 def test_the_security_page_names_only_files_and_settings_that_exist() -> None:
     """docs/security.md promises a test beside every property: each file it names exists, and each setting it names
-    is read by the package (a renamed variable would leave the page promising a switch that does nothing)."""
+    is read by the package or its scripts (a renamed variable would leave the page promising a switch that does
+    nothing)."""
     page = (REPO / "docs" / "security.md").read_text()
     files = set(re.findall(r"`((?:tests|scripts|sandbox|grader|agents|upstreams|reporting)/[\w/.]+\.(?:py|sh))", page))
     files |= set(re.findall(r"`(redaction\.py)`", page))
@@ -141,6 +142,6 @@ def test_the_security_page_names_only_files_and_settings_that_exist() -> None:
     missing = sorted(f for f in files if not any((root / f).is_file() for root in where))
     assert missing == [], missing
     settings = set(re.findall(r"\b(MCP_EVALS_[A-Z_]+)\b", page))
-    source = "\n".join(p.read_text() for p in (REPO / PACKAGE).rglob("*.py"))
+    source = "\n".join(p.read_text() for p in [*(REPO / PACKAGE).rglob("*.py"), *(REPO / "scripts").glob("*.sh")])
     unread = sorted(s for s in settings if s not in source)
     assert len(settings) >= 5 and unread == [], unread
