@@ -42,6 +42,7 @@ DEFINITIONS_MODULE = "mcp_evals_pipeline.definitions"
 POLL_S = 0.3
 HEARTBEAT_TIMEOUT_S = 60
 RETRY_TAG_WAIT_S = 10.0  # how long a failed run may lack the tag that says whether Dagster retries it
+RETRY_PENDING = "pending"  # _retry_of: a retry is due (or may be) and has no run yet
 
 Echo = Callable[[str], None]
 
@@ -136,10 +137,6 @@ class InstanceRuns:
         self.instance.submit_run(run.run_id, self.workspace)
         return run.run_id
 
-    def wait(self, run_ids: Iterable[str], on_end: Callable[[str, dg.DagsterRun | None], None], echo: Echo,
-             until_one: bool = False, on_retry: Callable[[str], None] | None = None) -> None:
-        wait_for_runs(self.instance, run_ids, on_end, echo, until_one, on_retry=on_retry)
-
     def stop(self, run_ids: Iterable[str], echo: Echo, grace_s: float = 20.0) -> None:
         """SIGINT/SIGTERM of the batch: terminate each run through the launcher (a trial's step is interrupted, its
         agent's box killed, the run ends CANCELED); a local run still there after `grace_s`, or waiting for a pool
@@ -161,7 +158,7 @@ class InstanceRuns:
             time.sleep(POLL_S)
         if self.local:
             for run_id in live:
-                if (pid := worker_pid(self.instance, run_id)) is not None:
+                if (pid := worker_start(self.instance, run_id)[0]) is not None:
                     with suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
             if live:
@@ -189,7 +186,7 @@ def wait_for_runs(instance: dg.DagsterInstance, run_ids: Iterable[str],
             if not run.is_finished:
                 continue
             retry = _retry_of(instance, run, failed_at)
-            if retry == "pending":
+            if retry == RETRY_PENDING:
                 continue
             original = asked_for.pop(run.run_id)
             if retry is not None:
@@ -211,16 +208,16 @@ def wait_for_runs(instance: dg.DagsterInstance, run_ids: Iterable[str],
 def _retry_of(instance: dg.DagsterInstance, run: dg.DagsterRun, failed_at: dict[str, float]) -> str | None:
     """The id of the run Dagster retries a finished run as; None when it is not retried; "pending" while the
     retry is due but not created yet (the daemon creates it), or while the instance has yet to say whether it
-    retries (it tags a failed run just after its failure)."""
+    retries (it tags a failed run just after its failure): RETRY_PENDING."""
     if run.status != dg.DagsterRunStatus.FAILURE or not instance.run_retries_enabled:
         return None
     will_retry = run.tags.get(WILL_RETRY_TAG)
     if will_retry is None:
         first = failed_at.setdefault(run.run_id, time.monotonic())
-        return "pending" if time.monotonic() - first < RETRY_TAG_WAIT_S else None
+        return RETRY_PENDING if time.monotonic() - first < RETRY_TAG_WAIT_S else None
     if will_retry != "true":
         return None
-    return run.tags.get(AUTO_RETRY_RUN_ID_TAG) or "pending"
+    return run.tags.get(AUTO_RETRY_RUN_ID_TAG) or RETRY_PENDING
 
 
 @contextmanager
@@ -267,11 +264,6 @@ def _code_server(start_timeout_s: float = 180.0) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait(timeout=10)
-
-
-def worker_pid(instance: dg.DagsterInstance, run_id: str) -> int | None:
-    """The pid of the process that started executing the run (its RUN_START event), or None before that."""
-    return worker_start(instance, run_id)[0]
 
 
 def waiting_line(instance: dg.DagsterInstance, run_ids: set[str]) -> str | None:

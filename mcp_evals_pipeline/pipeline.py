@@ -37,7 +37,13 @@ from mcp_evals_pipeline.defs.resources import EvalStore
 from mcp_evals_pipeline.heartbeat import heartbeat
 from mcp_evals_pipeline.ids import check_id
 from mcp_evals_pipeline.kinds import kind_of
-from mcp_evals_pipeline.launched_runs import InstanceRuns, check_evaluations, failure_message, materialization
+from mcp_evals_pipeline.launched_runs import (
+    InstanceRuns,
+    check_evaluations,
+    failure_message,
+    materialization,
+    wait_for_runs,
+)
 from mcp_evals_pipeline.paths import runs_dir
 from mcp_evals_pipeline.sandbox import SandboxError, require_isolation
 from mcp_evals_pipeline.sandbox.choice import box_unavailable, choose_backend
@@ -230,11 +236,19 @@ class _Launches:
         """Submit one run and wait for it: its id and its end (None: deleted while it ran)."""
         run_id = self.submit(job_name, config, partition_tags)
         ended: list[dg.DagsterRun | None] = []
-        self.runs.wait([run_id], lambda _id, run: ended.append(run), self.echo, on_retry=self.live.add)
-        self.live.discard(run_id)
-        last = ended[0].run_id if ended[0] is not None else run_id  # Dagster's retry of the run, when it made one
-        self.live.discard(last)
-        return last, ended[0]
+        self.wait([run_id], lambda _id, run: ended.append(run))
+        return self.ended(run_id, ended[0]), ended[0]
+
+    def wait(self, run_ids: list[str], on_end: Callable[[str, dg.DagsterRun | None], None],
+             until_one: bool = False) -> None:
+        """wait_for_runs, with each retry Dagster makes of a run in flight (what SIGINT/SIGTERM stops)."""
+        wait_for_runs(self.runs.instance, run_ids, on_end, self.echo, until_one, on_retry=self.live.add)
+
+    def ended(self, run_id: str, run: dg.DagsterRun | None) -> str:
+        """The id of the run's end (Dagster's retry of it, when it made one), neither of them in flight any more."""
+        last = run.run_id if run is not None else run_id
+        self.live.difference_update({run_id, last})
+        return last
 
 
 @contextlib.contextmanager
@@ -268,12 +282,9 @@ def _run_trials(launches: _Launches, batch_date: str, config: dict[str, Any], pa
         def ended(run_id: str, run: dg.DagsterRun | None) -> None:
             nonlocal index
             index += 1
-            launches.live.discard(run_id)
-            last = run.run_id if run is not None else run_id  # Dagster's retry of the run, when it made one
-            launches.live.discard(last)
-            say(index, live.pop(run_id), trial_outcome(launches.runs.instance, last, run))
+            say(index, live.pop(run_id), trial_outcome(launches.runs.instance, launches.ended(run_id, run), run))
 
-        launches.runs.wait(list(live), ended, launches.echo, until_one=True, on_retry=launches.live.add)
+        launches.wait(list(live), ended, until_one=True)
 
 
 def trial_outcome(instance: dg.DagsterInstance, run_id: str, run: dg.DagsterRun | None) -> TrialRunOutcome:

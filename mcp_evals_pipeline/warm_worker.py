@@ -8,7 +8,8 @@ import os
 
 from mcp_evals_pipeline.definitions import defs
 
-# a trial's own modules: a build trial's grading, a usage trial's marking and its recording proxy
+# a trial's own modules (a build trial's grading, a usage trial's marking and its recording proxy), and the Dagster
+# modules a run worker imports to build its instance and watch its events
 TRIAL_MODULES = ("mcp_evals_pipeline.trials", "mcp_evals_pipeline.grader.functional",
                  "mcp_evals_pipeline.usage.marker", "mcp_evals_pipeline.usage.proxy",
                  "dagster._core.instance.factory", "dagster._core.storage.event_log.polling_event_watcher")
