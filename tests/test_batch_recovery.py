@@ -123,6 +123,16 @@ def slow_task(root: Path, marker: str) -> Path:
     return root
 
 
+def shells(marker: str) -> list[psutil.Process]:
+    """The agents' shells running the slow command (one per trial in its box)."""
+    found = []
+    for proc in naming(marker):
+        with contextlib.suppress(psutil.Error):  # it may end between the listing and the look
+            if proc.name() == "bash":
+                found.append(proc)
+    return found
+
+
 def wait_for(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not condition():
@@ -236,8 +246,9 @@ def test_sigterm_mid_trial_stops_the_batch(tmp_path: Path, env: dict[str, str], 
     stopped = Eval(eval_args("stopped", "--trials", "2", "--parallel", str(parallel)), slow)
     evals.append(stopped)
     try:
-        # each trial's agent command runs (one trial's command can show as several processes naming the marker)
-        wait_for(lambda: len(naming(marker)) >= parallel and trial_steps_started(tmp_path / "dh") == parallel, 300,
+        # each trial's agent command runs: one shell per trial (its nsenter wrapper names the marker too; counted,
+        # it let the stop land while the second trial still made its box)
+        wait_for(lambda: len(shells(marker)) == parallel and trial_steps_started(tmp_path / "dh") == parallel, 300,
                  f"{parallel} trial(s) to be running")
         # each run's worker was forked warm from the code server's forkserver (code_server.py), not spawned cold
         workers = trial_workers(tmp_path / "dh")

@@ -266,3 +266,30 @@ def test_a_batch_s_code_server_is_out_of_an_agent_s_reach(workspace: Path) -> No
             seen = sb.run(f"ls -a {Path(path).parent}; python3 -c \"{probe}\"", 20)
         assert Path(path).name not in seen.output.split("connect")[0], seen.output
         assert seen.exit_code == 0 and "connect 0" not in seen.output, seen.output
+
+
+@needs_host
+def test_an_interrupt_while_the_box_starts_stays_an_interrupt(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run terminated (SIGINT, SIGTERM) while its box prepares must end as an interruption: turned into a
+    SandboxError it became the trial's retryable infra.sandbox, the step slept out its retry backoff and the run
+    was killed, not cancelled. The box it had started dies either way; a real error still names the sandbox."""
+    real_run = HardenedSandbox.run
+    started: list[HardenedSandbox] = []
+
+    def interrupted(self: HardenedSandbox, command: str, timeout_s: float) -> object:
+        started.append(self)  # the box is up: this is its first command (HOME on its tmpfs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(HardenedSandbox, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        HardenedSandbox(workspace)
+    box = started[0]._box
+    assert box is not None and box.poll() is not None, "the box outlived the interrupted start"
+
+    def broken(self: HardenedSandbox, command: str, timeout_s: float) -> object:
+        raise OSError("no room for the command's log")
+
+    monkeypatch.setattr(HardenedSandbox, "run", broken)
+    with pytest.raises(SandboxError, match="could not start the hardened sandbox: OSError"):
+        HardenedSandbox(workspace)
+    monkeypatch.setattr(HardenedSandbox, "run", real_run)

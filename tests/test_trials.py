@@ -165,3 +165,31 @@ def test_agent_env_keys_reach_only_the_agent_phase(env: tuple[TrialStore, Path],
     kept = [p for p in trial_dir.rglob("*") if p.is_file()]
     assert {"trial.json", "memo.md", "server.log", "server.py"} <= {p.name for p in kept}
     assert [p for p in kept if SECRET.encode() in p.read_bytes()] == []
+
+
+def test_an_interrupt_while_the_box_is_made_leaves_no_key_and_no_verdict(env: tuple[TrialStore, Path], tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGINT/SIGTERM (a cancelled run) while the agent's box is being made: the interrupt goes on up (the run ends
+    cancelled; the next attempt records this one as died), the agent-phase key files written just before are gone,
+    and no row claims a verdict or an infra failure the harness did not see."""
+    import mcp_evals_pipeline.trials as trials
+
+    store, runs = env
+    tasks = tmp_path / "tasks"
+    shutil.copytree(TASKS / TASK, tasks / TASK)
+    contract = json.loads((tasks / TASK / "task.json").read_text())
+    (tasks / TASK / "task.json").write_text(json.dumps({**contract, "agentEnvKeys": ["ACME_TOKEN"]}))
+    monkeypatch.setenv("MCP_EVALS_TASKS_DIR", str(tasks))
+    monkeypatch.setenv("ACME_TOKEN", SECRET)
+    seen: list[Path] = []
+
+    def interrupted(box, workspace: Path, extra_env=None):  # type: ignore[no-untyped-def]
+        seen.extend(p for p in workspace.iterdir() if SECRET in p.read_text(errors="replace"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trials, "open_agent_box", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_trial(spec(), store=store, results_root=runs)
+    assert {p.name for p in seen} == {".env", ".mcp-evals-env.sh"}  # written before the box, as for any trial
+    assert [p for p in runs.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()] == []
+    assert not list(runs.rglob("trial.json")) and store.query("SELECT count(*) AS n FROM trials") == [{"n": 0}]

@@ -357,8 +357,8 @@ class HardenedSandbox(Sandbox):
                 raise SandboxError(f"could not prepare HOME in the box: {home.output}")
         except BaseException as exc:
             self.close()
-            if isinstance(exc, SandboxError):
-                raise
+            if isinstance(exc, SandboxError) or not isinstance(exc, Exception):
+                raise  # an interrupt (SIGINT, a run's termination) stays one: never the trial's infra.sandbox
             raise SandboxError(f"could not start the hardened sandbox: {type(exc).__name__}: {exc}") from exc
         cg = "cgroup(" + ",".join(
             part for part, on in ((f"mem={_human(self.memory_limit)}", "memory"), (f"pids={self.pids_limit}", "pids"))
