@@ -179,6 +179,18 @@ IN_FLIGHT = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.D
              dg.DagsterRunStatus.CANCELING]
 
 
+def cancel_stopped_run(instance: dg.DagsterInstance, run_id: str, why: str, echo: Echo = _stderr) -> None:
+    """A run the batch was told to stop and whose worker it killed: CANCELED (stopped, not crashed; a run retry
+    policy never retries it), its pool slots freed."""
+    run = instance.get_run_by_id(run_id)
+    if run is None or run.is_finished:  # it ended by itself before the kill
+        return
+    instance.report_run_canceled(run, message=why)
+    if instance.event_log_storage.supports_global_concurrency_limits:
+        instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+    echo(f"stopped Dagster run {run_id}: {why}")
+
+
 def recover_dead_runs(instance: dg.DagsterInstance, echo: Echo = _stderr) -> list[str]:
     """Mark failed every in-flight run whose owner process is gone, and free the pool slots it held, or that any
     ended (or deleted) run still holds. Returns the ids of the runs marked failed."""

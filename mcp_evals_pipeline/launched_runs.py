@@ -35,7 +35,14 @@ from dagster._core.definitions.selector import JobSubsetSelector
 from dagster._core.events import DagsterEventType
 from dagster._core.storage.tags import AUTO_RETRY_RUN_ID_TAG, WILL_RETRY_TAG
 
-from mcp_evals_pipeline.dagster_instance import LAUNCHER_TAG, POOL, describe_owner, recover_dead_runs, worker_start
+from mcp_evals_pipeline.dagster_instance import (
+    LAUNCHER_TAG,
+    POOL,
+    cancel_stopped_run,
+    describe_owner,
+    recover_dead_runs,
+    worker_start,
+)
 
 LOCATION_NAME = "mcp_evals_pipeline"  # pyproject's [tool.dg.project] code_location_name (a test holds them equal)
 DEFINITIONS_MODULE = "mcp_evals_pipeline.definitions"
@@ -139,8 +146,9 @@ class InstanceRuns:
 
     def stop(self, run_ids: Iterable[str], echo: Echo, grace_s: float = 20.0) -> None:
         """SIGINT/SIGTERM of the batch: terminate each run through the launcher (a trial's step is interrupted, its
-        agent's box killed, the run ends CANCELED); a local run still there after `grace_s`, or waiting for a pool
-        slot (no step code runs to take the interrupt), is killed and recovered as a dead run."""
+        agent's box killed, the run ends CANCELED). A local run that runs no step code to take the interrupt
+        (waiting for a pool slot, or for its step's retry after an infra attempt), or still there after `grace_s`,
+        has its worker killed and is marked CANCELED: it was stopped, it did not crash."""
         live = [r for r in run_ids if (run := self.instance.get_run_by_id(r)) is not None and not run.is_finished]
         for run_id in live:
             echo(f"interrupted: stopping Dagster run {run_id}")
@@ -150,20 +158,34 @@ class InstanceRuns:
                 echo(f"could not terminate run {run_id} ({type(exc).__name__}: {exc})")
         deadline = time.monotonic() + grace_s
         while live and time.monotonic() < deadline:
-            info = self.instance.event_log_storage.get_concurrency_info(POOL)
-            waiting = info.pending_run_ids - info.active_run_ids
             live = [r for r in live if (run := self.instance.get_run_by_id(r)) is not None and not run.is_finished]
-            if self.local and all(r in waiting for r in live):
+            if self.local and all(self._idle(r) for r in live):
                 break
             time.sleep(POLL_S)
-        if self.local:
+        if self.local and live:
             for run_id in live:
                 if (pid := worker_start(self.instance, run_id)[0]) is not None:
+                    # CANCELED before the kill: the code server fails a run whose worker exits while it is unended
+                    why = ("waited for a pool slot or its step's retry, so no step code ran to take the termination "
+                           "request" if self._idle(run_id) else f"did not end within {grace_s:g} s of the termination "
+                           "request")
+                    cancel_stopped_run(self.instance, run_id, f"its worker (pid {pid}) {why}: killed by mcp-evals",
+                                       echo)
                     with suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
-            if live:
-                time.sleep(0.5)  # the kernel reaps them; recovery then sees their owners gone
-                recover_dead_runs(self.instance, echo)
+            time.sleep(0.5)  # the kernel reaps them; recovery then sees their owners gone
+            recover_dead_runs(self.instance, echo)
+
+    def _idle(self, run_id: str) -> bool:
+        """The run's worker runs no step code: waiting for a `sandbox` pool slot, or its step up for retry (Dagster
+        waits out the backoff between steps, where an interrupt is only noted)."""
+        info = self.instance.event_log_storage.get_concurrency_info(POOL)
+        if run_id in info.pending_run_ids - info.active_run_ids:
+            return True
+        last = self.instance.get_records_for_run(
+            run_id, of_type={DagsterEventType.STEP_START, DagsterEventType.STEP_RESTARTED,
+                             DagsterEventType.STEP_UP_FOR_RETRY}, limit=1, ascending=False).records
+        return bool(last) and last[0].event_log_entry.dagster_event_type == DagsterEventType.STEP_UP_FOR_RETRY
 
 
 def wait_for_runs(instance: dg.DagsterInstance, run_ids: Iterable[str],

@@ -40,6 +40,7 @@ from mcp_evals_pipeline.dagster_instance import (
 
 from .conftest import REPO, TASKS
 from .support.cli_env import cli_env
+from .support.openai_server import ScriptedOpenAI, failure
 from .support.processes import gone_within, naming, running_under
 
 TASK = "py-v4-01-basic-tool-server"
@@ -206,7 +207,7 @@ def test_an_eval_waiting_for_a_pool_slot_says_so_and_stops_on_sigterm(tmp_path: 
                                                                       monkeypatch: pytest.MonkeyPatch,
                                                                       evals: list[Eval]) -> None:
     """A live run (owned by this test's process) holds both slots: the eval prints who holds them every few
-    seconds while it waits, and SIGTERM ends it, its run failed and its claim gone. Before, it waited silently
+    seconds while it waits, and SIGTERM ends it, its run CANCELED and its claim gone. Before, it waited silently
     and ignored SIGTERM and SIGINT."""
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dh"))
     with open_instance(tmp_path / "dh") as instance:
@@ -223,10 +224,10 @@ def test_an_eval_waiting_for_a_pool_slot_says_so_and_stops_on_sigterm(tmp_path: 
     waiting.proc.send_signal(signal.SIGTERM)
     assert waiting.proc.wait(timeout=60) == 130, waiting.stderr
     waiting._reader.join(timeout=10)
-    assert "interrupted" in waiting.stderr
+    assert "interrupted" in waiting.stderr and "waited for a pool slot" in waiting.stderr, waiting.stderr
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         (run,) = [r for r in instance.get_runs() if r.job_name == "trials_job"]
-        assert run.status == dg.DagsterRunStatus.FAILURE
+        assert run.status == dg.DagsterRunStatus.CANCELED  # stopped, not crashed: no run retry policy reruns it
         info = instance.event_log_storage.get_concurrency_info(POOL)
         assert info.active_run_ids == {holder.run_id} and info.pending_run_ids == set()
     assert not list((tmp_path / "results").glob("runs/*/trials/*/transcript.jsonl"))  # no trial ever started
@@ -266,6 +267,39 @@ def test_sigterm_mid_trial_stops_the_batch(tmp_path: Path, env: dict[str, str], 
         assert len(runs) == parallel and {r.status for r in runs} == {dg.DagsterRunStatus.CANCELED}, stopped.stderr
         info = instance.event_log_storage.get_concurrency_info(POOL)
         assert info.claimed_slots == [] and info.pending_steps == []
+
+
+def test_sigterm_while_a_trial_waits_for_its_retry_cancels_its_run_at_once(tmp_path: Path, env: dict[str, str],
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          evals: list[Eval]) -> None:
+    """An infra attempt (here the model endpoint answers 503) is retried after a backoff Dagster waits out between
+    steps, where an interrupt is only noted. SIGTERM then: the run's worker is killed at once and the run is CANCELED
+    (the user stopped it), its slot freed. Before, the batch waited 20 s and recovered it as a crashed run (FAILURE,
+    which a run retry policy would run again)."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dh"))
+    open_instance(tmp_path / "dh").dispose()
+    with ScriptedOpenAI(lambda _body: failure(503, "down for now")) as api:
+        args = [a if a != "replay" else "openai" for a in eval_args("backoff")]
+        stopped = Eval(args, {**env, "OPENAI_BASE_URL": api.base_url, "OPENAI_API_KEY": "sk-test-not-a-key"})
+        evals.append(stopped)
+        wait_for(lambda: up_for_retry(tmp_path / "dh"), 300, "the trial's step to be up for retry")
+        stopped.proc.send_signal(signal.SIGTERM)
+        assert stopped.proc.wait(timeout=120) == 130, stopped.stderr
+    stopped._reader.join(timeout=10)
+    assert "retry 1/2 in 30s" in stopped.stderr and "stopped Dagster run" in stopped.stderr, stopped.stderr
+    with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
+        (run,) = [r for r in instance.get_runs() if r.job_name == "trials_job"]
+        assert run.status == dg.DagsterRunStatus.CANCELED, stopped.stderr
+        info = instance.event_log_storage.get_concurrency_info(POOL)
+        assert info.claimed_slots == [] and info.pending_steps == []
+
+
+def up_for_retry(home: Path) -> bool:
+    from dagster._core.events import DagsterEventType
+
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return any(instance.get_records_for_run(run.run_id, of_type=DagsterEventType.STEP_UP_FOR_RETRY).records
+                   for run in instance.get_runs(dg.RunsFilter(job_name="trials_job")))
 
 
 CONCURRENT = 4
