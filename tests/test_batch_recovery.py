@@ -94,6 +94,13 @@ class Eval:
         assert found, f"no line with {text!r} within {timeout}s (exit {self.proc.poll()}):\n{self.stderr}"
         return found[0]
 
+    def terminate(self, timeout: float) -> str:
+        """SIGTERM, as a user's Ctrl-C or a CI cancel: the eval must exit 130 in time. Its stderr, read whole."""
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(timeout=timeout) == 130, self.stderr
+        self._reader.join(timeout=10)
+        return self.stderr
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -221,10 +228,8 @@ def test_an_eval_waiting_for_a_pool_slot_says_so_and_stops_on_sigterm(tmp_path: 
     assert f"2 of 2 held by runs {holder.run_id} (STARTED, pid {os.getpid()}" in first and "alive" in first
     time.sleep(6)  # it keeps saying so
     assert sum("waiting for a free `sandbox` pool slot" in line for line in waiting.lines) >= 2, waiting.stderr
-    waiting.proc.send_signal(signal.SIGTERM)
-    assert waiting.proc.wait(timeout=60) == 130, waiting.stderr
-    waiting._reader.join(timeout=10)
-    assert "interrupted" in waiting.stderr and "waited for a pool slot" in waiting.stderr, waiting.stderr
+    stderr = waiting.terminate(60)
+    assert "interrupted" in stderr and "waited for a pool slot" in stderr, stderr
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         (run,) = [r for r in instance.get_runs() if r.job_name == "trials_job"]
         assert run.status == dg.DagsterRunStatus.CANCELED  # stopped, not crashed: no run retry policy reruns it
@@ -254,13 +259,11 @@ def test_sigterm_mid_trial_stops_the_batch(tmp_path: Path, env: dict[str, str], 
         # each run's worker was forked warm from the code server's forkserver (code_server.py), not spawned cold
         workers = trial_workers(tmp_path / "dh")
         assert all("multiprocessing.forkserver" in " ".join(worker.cmdline()) for worker in workers)
-        stopped.proc.send_signal(signal.SIGTERM)
-        assert stopped.proc.wait(timeout=120) == 130, stopped.stderr
+        stopped.terminate(120)
         assert not gone_within(lambda: naming(marker), 30)
     finally:
         for proc in naming(marker):
             proc.kill()
-    stopped._reader.join(timeout=10)
     assert "interrupted" in stopped.stderr
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         runs = [r for r in instance.get_runs() if r.job_name == "trials_job"]
@@ -283,13 +286,11 @@ def test_sigterm_while_a_trial_waits_for_its_retry_cancels_its_run_at_once(tmp_p
         stopped = Eval(args, {**env, "OPENAI_BASE_URL": api.base_url, "OPENAI_API_KEY": "sk-test-not-a-key"})
         evals.append(stopped)
         wait_for(lambda: up_for_retry(tmp_path / "dh"), 300, "the trial's step to be up for retry")
-        stopped.proc.send_signal(signal.SIGTERM)
-        assert stopped.proc.wait(timeout=120) == 130, stopped.stderr
-    stopped._reader.join(timeout=10)
-    assert "retry 1/2 in 30s" in stopped.stderr and "stopped Dagster run" in stopped.stderr, stopped.stderr
+        stderr = stopped.terminate(120)
+    assert "retry 1/2 in 30s" in stderr and "stopped Dagster run" in stderr, stderr
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
         (run,) = [r for r in instance.get_runs() if r.job_name == "trials_job"]
-        assert run.status == dg.DagsterRunStatus.CANCELED, stopped.stderr
+        assert run.status == dg.DagsterRunStatus.CANCELED, stderr
         info = instance.event_log_storage.get_concurrency_info(POOL)
         assert info.claimed_slots == [] and info.pending_steps == []
 
