@@ -104,16 +104,16 @@ def index_pending_trials(runs_root: Path, store: TrialStore) -> tuple[int, list[
     Returns (trials indexed, "<trial dir>: <why>" for those that could not be: their marker stays for the next
     sweep)."""
     mine = f"{UNINDEXED_MARKER}.indexing-{os.getpid()}"
-    claimed = []
+    claimed: dict[Path, TrialDir] = {}  # one claim per folder: a killed sweep's claim and a newer marker are one
     for marker in sorted(runs_root.glob(f"*/trials/*/{UNINDEXED_MARKER}*")):
         try:
             os.rename(marker, marker.with_name(mine))
         except OSError:
             continue  # another sweep claimed it, or a new attempt removed it
-        claimed.append(TrialDir(marker.parent))
+        claimed.setdefault(marker.parent, TrialDir(marker.parent))
     indexed, broken = 0, []
     with store.held() if claimed else contextlib.nullcontext():
-        for trial_dir in claimed:
+        for trial_dir in claimed.values():
             claim = trial_dir.path / mine
             try:
                 if trial_dir.trial_file.exists():  # absent: a new attempt runs; its marker comes with its record

@@ -70,6 +70,22 @@ def test_a_record_the_sweep_cannot_read_is_reported_and_swept_again_once_fixed(t
     assert not list(folder.path.glob(f"{UNINDEXED_MARKER}*"))
 
 
+def test_a_killed_sweep_s_claim_beside_a_new_attempt_s_marker_is_one_trial(tmp_path: Path) -> None:
+    """A sweep killed after it claimed the marker of a trial whose next attempt was running (a new attempt archives
+    the folder's files, the claim with them, when it starts), then that attempt ending with its own marker: the next
+    sweep finds two markers in one folder and indexes the trial once, reporting nothing."""
+    runs, database = tmp_path / "runs", tmp_path / "evals.duckdb"
+    worker = TrialStore(database, writer="indexer")
+    for _ in range(2):
+        run_trial(_spec(1), store=worker, results_root=runs)
+    folder = trial_dir_for(_spec(1), runs)
+    (folder.path / f"{UNINDEXED_MARKER}.indexing-999999").write_text(DEFERRED_MARKER)
+    assert len(list(folder.path.glob(f"{UNINDEXED_MARKER}*"))) == 2
+    assert index_pending_trials(runs, TrialStore(database)) == (1, [])
+    assert [(r["attempt"], r["is_current"]) for r in _rows(TrialStore(database))] == [(1, False), (2, True)]
+    assert not list(folder.path.glob(f"{UNINDEXED_MARKER}*"))
+
+
 def test_an_unknown_row_writer_is_refused_naming_the_variable(monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     monkeypatch.setenv("MCP_EVALS_ROW_WRITER", "everyone")
