@@ -159,15 +159,16 @@ class InstanceRuns:
         deadline = time.monotonic() + grace_s
         while live and time.monotonic() < deadline:
             live = [r for r in live if (run := self.instance.get_run_by_id(r)) is not None and not run.is_finished]
-            if self.local and all(self._idle(r) for r in live):
+            if self.local and self._idle(live) == set(live):
                 break
             time.sleep(POLL_S)
         if self.local and live:
+            idle = self._idle(live)
             for run_id in live:
                 if (pid := worker_start(self.instance, run_id)[0]) is not None:
                     # CANCELED before the kill: the code server fails a run whose worker exits while it is unended
                     why = ("waited for a pool slot or its step's retry, so no step code ran to take the termination "
-                           "request" if self._idle(run_id) else f"did not end within {grace_s:g} s of the termination "
+                           "request" if run_id in idle else f"did not end within {grace_s:g} s of the termination "
                            "request")
                     cancel_stopped_run(self.instance, run_id, f"its worker (pid {pid}) {why}: killed by mcp-evals",
                                        echo)
@@ -176,12 +177,14 @@ class InstanceRuns:
             time.sleep(0.5)  # the kernel reaps them; recovery then sees their owners gone
             recover_dead_runs(self.instance, echo)
 
-    def _idle(self, run_id: str) -> bool:
-        """The run's worker runs no step code: waiting for a `sandbox` pool slot, or its step up for retry (Dagster
-        waits out the backoff between steps, where an interrupt is only noted)."""
+    def _idle(self, run_ids: Iterable[str]) -> set[str]:
+        """Those of the runs whose worker runs no step code: waiting for a `sandbox` pool slot, or their step up for
+        retry (Dagster waits out the backoff between steps, where an interrupt is only noted)."""
         info = self.instance.event_log_storage.get_concurrency_info(POOL)
-        if run_id in info.pending_run_ids - info.active_run_ids:
-            return True
+        waiting = info.pending_run_ids - info.active_run_ids
+        return {run_id for run_id in run_ids if run_id in waiting or self._up_for_retry(run_id)}
+
+    def _up_for_retry(self, run_id: str) -> bool:
         last = self.instance.get_records_for_run(
             run_id, of_type={DagsterEventType.STEP_START, DagsterEventType.STEP_RESTARTED,
                              DagsterEventType.STEP_UP_FOR_RETRY}, limit=1, ascending=False).records

@@ -220,18 +220,16 @@ def run_trial(spec: TrialSpec, *, store: TrialStore | None = None, results_root:
         except BaseException:
             sandbox.close()
             raise
-    except Exception as exc:
+    except BaseException as exc:
         services.close()
         remove_agent_env(workspace, env_written)
+        if not isinstance(exc, Exception):
+            raise  # an interrupt: no verdict, but nothing left running and no key left in the workspace
         # A service of the kind names its own reason (a usage task's server that did not come up: infra.server).
         code = getattr(exc, "infra_code", Infra.SANDBOX)
         error = f"{'sandbox ' if code == Infra.SANDBOX else ''}preparation failed: {type(exc).__name__}: {exc}"
         # No box on this host: closed, not retried (the host is the same on the next attempt), never run unboxed.
         grade = infra(code, error, permanent=isinstance(exc, (*PERMANENT_PREPARATION_ERRORS, NoBox)))
-    except BaseException:  # an interrupt: no verdict, but nothing left running and no key left in the workspace
-        services.close()
-        remove_agent_env(workspace, env_written)
-        raise
     else:
         sandbox_name, isolation = sandbox.backend, sandbox.isolation
         transcript = TranscriptWriter(transcript_path)

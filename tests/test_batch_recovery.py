@@ -148,12 +148,12 @@ def wait_for(condition, timeout: float, what: str) -> None:  # type: ignore[no-u
         time.sleep(0.2)
 
 
-def trial_steps_started(home: Path) -> int:
-    """How many trial runs have started their trial step."""
+def trial_runs_with(home: Path, event: str) -> int:
+    """How many trial runs have an event of this type (a DagsterEventType name) in their log."""
     from dagster._core.events import DagsterEventType
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        return sum(bool(instance.get_records_for_run(run.run_id, of_type=DagsterEventType.STEP_START).records)
+        return sum(bool(instance.get_records_for_run(run.run_id, of_type=DagsterEventType[event]).records)
                    for run in instance.get_runs(dg.RunsFilter(job_name="trials_job")))
 
 
@@ -254,7 +254,8 @@ def test_sigterm_mid_trial_stops_the_batch(tmp_path: Path, env: dict[str, str], 
     try:
         # each trial's agent command runs: one shell per trial (its nsenter wrapper names the marker too; counted,
         # it let the stop land while the second trial still made its box)
-        wait_for(lambda: len(shells(marker)) == parallel and trial_steps_started(tmp_path / "dh") == parallel, 300,
+        home = tmp_path / "dh"
+        wait_for(lambda: len(shells(marker)) == parallel and trial_runs_with(home, "STEP_START") == parallel, 300,
                  f"{parallel} trial(s) to be running")
         # each run's worker was forked warm from the code server's forkserver (code_server.py), not spawned cold
         workers = trial_workers(tmp_path / "dh")
@@ -285,7 +286,8 @@ def test_sigterm_while_a_trial_waits_for_its_retry_cancels_its_run_at_once(tmp_p
         args = [a if a != "replay" else "openai" for a in eval_args("backoff")]
         stopped = Eval(args, {**env, "OPENAI_BASE_URL": api.base_url, "OPENAI_API_KEY": "sk-test-not-a-key"})
         evals.append(stopped)
-        wait_for(lambda: up_for_retry(tmp_path / "dh"), 300, "the trial's step to be up for retry")
+        wait_for(lambda: trial_runs_with(tmp_path / "dh", "STEP_UP_FOR_RETRY"), 300,
+                 "the trial's step to be up for retry")
         stderr = stopped.terminate(120)
     assert "retry 1/2 in 30s" in stderr and "stopped Dagster run" in stderr, stderr
     with dg.DagsterInstance.from_config(str(tmp_path / "dh")) as instance:
@@ -293,14 +295,6 @@ def test_sigterm_while_a_trial_waits_for_its_retry_cancels_its_run_at_once(tmp_p
         assert run.status == dg.DagsterRunStatus.CANCELED, stderr
         info = instance.event_log_storage.get_concurrency_info(POOL)
         assert info.claimed_slots == [] and info.pending_steps == []
-
-
-def up_for_retry(home: Path) -> bool:
-    from dagster._core.events import DagsterEventType
-
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        return any(instance.get_records_for_run(run.run_id, of_type=DagsterEventType.STEP_UP_FOR_RETRY).records
-                   for run in instance.get_runs(dg.RunsFilter(job_name="trials_job")))
 
 
 CONCURRENT = 4

@@ -273,7 +273,6 @@ def test_an_interrupt_while_the_box_starts_stays_an_interrupt(workspace: Path, m
     """A run terminated (SIGINT, SIGTERM) while its box prepares must end as an interruption: turned into a
     SandboxError it became the trial's retryable infra.sandbox, the step slept out its retry backoff and the run
     was killed, not cancelled. The box it had started dies either way; a real error still names the sandbox."""
-    real_run = HardenedSandbox.run
     started: list[HardenedSandbox] = []
 
     def interrupted(self: HardenedSandbox, command: str, timeout_s: float) -> object:
@@ -292,4 +291,3 @@ def test_an_interrupt_while_the_box_starts_stays_an_interrupt(workspace: Path, m
     monkeypatch.setattr(HardenedSandbox, "run", broken)
     with pytest.raises(SandboxError, match="could not start the hardened sandbox: OSError"):
         HardenedSandbox(workspace)
-    monkeypatch.setattr(HardenedSandbox, "run", real_run)
