@@ -48,10 +48,13 @@ def _scorecard(results: Path) -> list[tuple[Any, ...]]:
     return [*rates, *cases]
 
 
-def _kill_one_mid_trial(home: Path, results: Path, stop: threading.Event, killed: list[str]) -> None:
+def _kill_one_mid_trial(home: Path, results: Path, stop: threading.Event, killed: list[str],
+                        missed: list[str]) -> None:
     """Kill the container of the first trial run seen between its attempt's start (the trial folder exists) and
     its end (no trial.json yet). The container is paused first, then looked at again: a trial that ended
-    meanwhile is let go, so the kill always lands mid-trial."""
+    meanwhile is let go, so the kill always lands mid-trial. A container that cannot be paused (it is ending, or
+    the kernel's freezer timed out on a busy machine: seen once under CI's load) is noted in `missed` and looked at
+    again."""
     import docker
 
     client = docker.from_env()
@@ -63,8 +66,12 @@ def _kill_one_mid_trial(home: Path, results: Path, stop: threading.Event, killed
                 folder = trials / str(key)
                 if not key or not container_id or not folder.is_dir() or (folder / "trial.json").exists():
                     continue
-                container = client.containers.get(container_id)
-                container.pause()
+                try:
+                    container = client.containers.get(container_id)
+                    container.pause()
+                except docker.errors.APIError as exc:  # ending, or the freezer gave up (runc thaws it): look again
+                    missed.append(f"{key}: {exc}")
+                    continue
                 if (folder / "trial.json").exists():
                     container.unpause()
                     continue
@@ -88,8 +95,8 @@ def test_six_trials_on_three_run_workers_on_postgres_with_one_killed(tmp_path: P
 
     with worker_instance(tmp_path / "workers", WORKERS) as workers:
         results = workers.results
-        stop, killed = threading.Event(), list[str]()
-        killer = threading.Thread(target=_kill_one_mid_trial, args=(workers.home, results, stop, killed),
+        stop, killed, missed = threading.Event(), list[str](), list[str]()
+        killer = threading.Thread(target=_kill_one_mid_trial, args=(workers.home, results, stop, killed, missed),
                                   daemon=True)
         killer.start()
         try:
@@ -101,7 +108,7 @@ def test_six_trials_on_three_run_workers_on_postgres_with_one_killed(tmp_path: P
         said = (tmp_path / "batch.log").read_text()
         try:
             assert code == 0, said[-6000:]
-            assert killed, "no trial was caught mid-attempt"
+            assert killed, f"no trial was caught mid-attempt; pauses refused: {missed}"
             assert "Dagster retries it as run" in said, said[-4000:]
 
             with duckdb.connect(str(results / "evals.duckdb"), read_only=True) as con:
